@@ -1,0 +1,382 @@
+//! The [`Solver`] trait shared by every backend, and what goes in and out of a solve.
+//!
+//! A solve takes a [`Problem`] and [`Limits`] and returns an [`Outcome`]: a [`Status`] (proven
+//! optimal, feasible with the reason it stopped, infeasible, unknown), the best schedule found
+//! and the best lower bound proven. Outcomes are not errors: running out of time is an
+//! outcome. A [`SolveError`] is for a bad request (a zero time limit, an invalid starting
+//! schedule) or a failing backend (including an answer that fails the independent
+//! [`check`](crate::check)).
+
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::check::{check, Violations};
+use crate::problem::{Problem, Time};
+use crate::schedule::Schedule;
+
+/// A flag another thread can raise to stop a solve early; the solver then returns its best
+/// schedule with [`StopReason::Cancelled`].
+#[derive(Clone, Debug, Default)]
+pub struct CancelFlag(Arc<AtomicBool>);
+
+impl CancelFlag {
+    /// A lowered flag.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Raises the flag.
+    pub fn cancel(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the flag is raised.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+
+    /// The shared atomic, for backends that poll it themselves.
+    pub fn as_atomic(&self) -> &Arc<AtomicBool> {
+        &self.0
+    }
+}
+
+/// What a solve may use and start from.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Wall-clock budget. `None`: run until the solver's own criterion (proof, or a work
+    /// budget in its configuration). Must not be zero.
+    pub time_limit: Option<Duration>,
+    /// Seed of every random choice. Same problem, limits and seed: same result (when the
+    /// solve ends for a reason other than the clock).
+    pub seed: u64,
+    /// Worker threads the solver may use (at least 1).
+    pub threads: usize,
+    /// A schedule to start from (a warm start / initial incumbent). It must pass
+    /// [`check`](crate::check).
+    pub initial: Option<Schedule>,
+    /// A makespan known to be achievable: the solver may discard everything longer. With it,
+    /// [`Status::Infeasible`] means "no schedule of makespan at most this bound".
+    pub upper_bound: Option<Time>,
+    /// Cooperative cancellation.
+    pub cancel: Option<CancelFlag>,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            time_limit: None,
+            seed: 0,
+            threads: 1,
+            initial: None,
+            upper_bound: None,
+            cancel: None,
+        }
+    }
+}
+
+impl Limits {
+    /// Default limits with a time limit.
+    pub fn with_time_limit(time_limit: Duration) -> Self {
+        Self {
+            time_limit: Some(time_limit),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the seed.
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Sets the starting schedule.
+    pub fn initial(mut self, schedule: Schedule) -> Self {
+        self.initial = Some(schedule);
+        self
+    }
+
+    /// Checks the limits against `problem`: a zero time limit, zero threads or an invalid
+    /// starting schedule is an error. Returns the starting schedule's makespan, if any.
+    pub fn validate(&self, problem: &Problem) -> Result<Option<Time>, SolveError> {
+        if self.time_limit == Some(Duration::ZERO) {
+            return Err(SolveError::ZeroTimeLimit);
+        }
+        if self.threads == 0 {
+            return Err(SolveError::InvalidLimits {
+                reason: "threads must be at least 1".into(),
+            });
+        }
+        match &self.initial {
+            None => Ok(None),
+            Some(s) => check(problem, s)
+                .map(Some)
+                .map_err(|violations| SolveError::InvalidInitial { violations }),
+        }
+    }
+
+    /// A clock for this solve: the deadline and the cancel flag.
+    pub fn clock(&self) -> Clock {
+        Clock {
+            start: Instant::now(),
+            deadline: self.time_limit.map(|d| Instant::now() + d),
+            cancel: self.cancel.clone(),
+        }
+    }
+}
+
+/// The deadline and cancel flag of a running solve.
+#[derive(Clone, Debug)]
+pub struct Clock {
+    start: Instant,
+    deadline: Option<Instant>,
+    cancel: Option<CancelFlag>,
+}
+
+impl Clock {
+    /// Why the solve must stop now, if it must.
+    pub fn should_stop(&self) -> Option<StopReason> {
+        if self.cancel.as_ref().is_some_and(CancelFlag::is_cancelled) {
+            return Some(StopReason::Cancelled);
+        }
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Some(StopReason::TimeLimit),
+            _ => None,
+        }
+    }
+
+    /// Time left before the deadline (`None` without one).
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// Time since the solve started.
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+}
+
+/// Why a solve stopped without a proof.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The time limit was reached.
+    TimeLimit,
+    /// The cancel flag was raised.
+    Cancelled,
+    /// A work budget of the solver's configuration (schedules, nodes, conflicts) ran out.
+    WorkLimit,
+    /// The relative gap between the best schedule and the bound reached the requested one.
+    GapLimit,
+    /// The solver has no way to prove more (a heuristic that finished its search).
+    Exhausted,
+}
+
+impl StopReason {
+    /// A short lowercase name for reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StopReason::TimeLimit => "time-limit",
+            StopReason::Cancelled => "cancelled",
+            StopReason::WorkLimit => "work-limit",
+            StopReason::GapLimit => "gap-limit",
+            StopReason::Exhausted => "exhausted",
+        }
+    }
+}
+
+/// What a solve established.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Status {
+    /// The schedule's makespan equals the proven lower bound.
+    Optimal,
+    /// A schedule was found; optimality is not proven.
+    Feasible(StopReason),
+    /// Proven: no schedule exists (within [`Limits::upper_bound`] when one was given).
+    Infeasible,
+    /// Nothing was established: no schedule found, no infeasibility proof.
+    Unknown(StopReason),
+}
+
+impl Status {
+    /// `optimal`, `feasible`, `infeasible` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Optimal => "optimal",
+            Status::Feasible(_) => "feasible",
+            Status::Infeasible => "infeasible",
+            Status::Unknown(_) => "unknown",
+        }
+    }
+
+    /// Why the solve stopped, for `Feasible` and `Unknown`.
+    pub fn stop_reason(self) -> Option<StopReason> {
+        match self {
+            Status::Feasible(r) | Status::Unknown(r) => Some(r),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Status {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.stop_reason() {
+            Some(r) => write!(f, "{} ({})", self.as_str(), r.as_str()),
+            None => f.write_str(self.as_str()),
+        }
+    }
+}
+
+/// The result of a solve.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// What was established.
+    pub status: Status,
+    /// The best schedule found (`Some` exactly for `Optimal` and `Feasible`).
+    pub schedule: Option<Schedule>,
+    /// Its makespan.
+    pub makespan: Option<Time>,
+    /// The best lower bound proven on the optimal makespan.
+    pub lower_bound: Time,
+    /// The name the solver is registered under.
+    pub solver: String,
+    /// Wall time of the solve.
+    pub elapsed: Duration,
+    /// Work done, in the solver's own unit (schedules generated, nodes, conflicts).
+    pub work: u64,
+}
+
+impl Outcome {
+    /// An outcome with a schedule: `Optimal` when its makespan meets `lower_bound`, else
+    /// `Feasible(reason)`.
+    pub fn with_schedule(
+        problem: &Problem,
+        schedule: Schedule,
+        lower_bound: Time,
+        reason: StopReason,
+        solver: &str,
+        elapsed: Duration,
+        work: u64,
+    ) -> Self {
+        let makespan = schedule.makespan(problem);
+        Self {
+            status: if makespan == lower_bound {
+                Status::Optimal
+            } else {
+                Status::Feasible(reason)
+            },
+            schedule: Some(schedule),
+            makespan: Some(makespan),
+            lower_bound,
+            solver: solver.to_owned(),
+            elapsed,
+            work,
+        }
+    }
+
+    /// The relative gap `(makespan - lower bound) / makespan`, if there is a schedule.
+    pub fn gap(&self) -> Option<f64> {
+        self.makespan.map(|m| {
+            if m == 0 {
+                0.0
+            } else {
+                (m - self.lower_bound) as f64 / m as f64
+            }
+        })
+    }
+}
+
+/// Why a solve could not run or its answer cannot be trusted.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SolveError {
+    /// A time limit of zero leaves no time to do anything.
+    #[error("the time limit must be positive, got 0")]
+    ZeroTimeLimit,
+    /// Limits that make no sense (zero threads, a negative value).
+    #[error("invalid limits: {reason}")]
+    InvalidLimits {
+        /// What is wrong.
+        reason: String,
+    },
+    /// The starting schedule breaks the problem.
+    #[error("the initial schedule is invalid: {violations}")]
+    InvalidInitial {
+        /// What it breaks.
+        violations: Violations,
+    },
+    /// The solver cannot take this problem (too large for its number type, a feature it lacks).
+    #[error("solver `{solver}` cannot solve this problem: {reason}")]
+    Unsupported {
+        /// The solver.
+        solver: String,
+        /// Why.
+        reason: String,
+    },
+    /// The backend failed.
+    #[error("solver `{solver}` failed: {message}")]
+    Backend {
+        /// The solver.
+        solver: String,
+        /// The backend's message.
+        message: String,
+    },
+    /// The backend claims a lower bound above a schedule it found: a bug, never a result.
+    #[error("solver `{solver}` claims lower bound {lower_bound} above its own makespan {makespan}")]
+    InconsistentBound {
+        /// The solver.
+        solver: String,
+        /// The bound claimed.
+        lower_bound: Time,
+        /// The makespan of its schedule.
+        makespan: Time,
+    },
+    /// The backend returned a schedule that fails the independent check: a bug, never a
+    /// result.
+    #[error("solver `{solver}` returned an invalid schedule: {violations}")]
+    InvalidAnswer {
+        /// The solver.
+        solver: String,
+        /// What the schedule breaks.
+        violations: Violations,
+    },
+}
+
+/// An exact or heuristic RCPSP solver.
+///
+/// Implementations must: validate the limits ([`Limits::validate`]); stop at the time limit or
+/// when cancelled and return the best schedule found with the best bound proven; never return
+/// a schedule that fails [`check`](crate::check) (use [`verified`] before returning); be
+/// deterministic for a seed when not stopped by the clock.
+pub trait Solver: Send + Sync {
+    /// The name the solver is registered under (`sgs`, `pumpkin`, `highs`, ...).
+    fn name(&self) -> &str;
+
+    /// Solves `problem` within `limits`.
+    fn solve(&self, problem: &Problem, limits: &Limits) -> Result<Outcome, SolveError>;
+}
+
+/// Runs the independent check on an outcome's schedule: an invalid schedule becomes
+/// [`SolveError::InvalidAnswer`], a bound above the makespan
+/// [`SolveError::InconsistentBound`]. Every solver passes its outcome through this before
+/// returning it.
+pub fn verified(problem: &Problem, outcome: Outcome) -> Result<Outcome, SolveError> {
+    if let Some(s) = &outcome.schedule {
+        let makespan = check(problem, s).map_err(|violations| SolveError::InvalidAnswer {
+            solver: outcome.solver.clone(),
+            violations,
+        })?;
+        if outcome.lower_bound > makespan {
+            return Err(SolveError::InconsistentBound {
+                solver: outcome.solver.clone(),
+                lower_bound: outcome.lower_bound,
+                makespan,
+            });
+        }
+    }
+    Ok(outcome)
+}
