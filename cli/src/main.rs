@@ -1,0 +1,74 @@
+//! `concerto`: schedule deep-learning steps and RCPSP instances with exact solvers.
+//!
+//! Exit status: 0 on success, 1 when `check` finds violations or a bench finds a result that
+//! contradicts its reference, 2 on bad input (unreadable or invalid files, unknown solvers, bad
+//! limits).
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod bench;
+mod check;
+mod psplib_bench;
+mod solve;
+mod table;
+
+/// Schedule deep-learning steps and RCPSP instances with exact solvers.
+#[derive(Parser, Debug)]
+#[command(name = "concerto", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Solve an RCPSP instance (.sm, .rcp or .json) and print status, makespan and bound.
+    Solve(solve::SolveArgs),
+    /// Check a schedule (JSON) against a problem; exit 1 and list violations if invalid.
+    Check(check::CheckArgs),
+    /// Benchmarks over instance sets.
+    #[command(subcommand)]
+    Bench(bench::BenchCommand),
+    /// List the solvers this program knows, and the cargo feature of those not compiled in.
+    Solvers,
+}
+
+/// What a command reports besides success.
+pub(crate) enum Failure {
+    /// The answer is "no" (violations found, a contradiction with a reference): exit 1.
+    Rejected,
+    /// Bad input or a failing solver: exit 2.
+    Error(anyhow::Error),
+}
+
+impl<E: Into<anyhow::Error>> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure::Error(e.into())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Solve(args) => solve::run(&args),
+        Command::Check(args) => check::run(&args),
+        Command::Bench(cmd) => bench::run(cmd),
+        Command::Solvers => {
+            solve::list_solvers();
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Rejected) => ExitCode::from(1),
+        Err(Failure::Error(e)) => {
+            eprintln!("error: {e}");
+            for cause in e.chain().skip(1) {
+                eprintln!("  caused by: {cause}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}
