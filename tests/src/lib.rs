@@ -1,2 +1,143 @@
-//! Cross-crate integration and property tests of Concerto live in `tests/`; this library is
-//! empty on purpose (the package exists to hold them).
+//! Test support shared by the suites in `tests/`: random valid problems for proptest and a
+//! brute-force optimum for problems small enough to enumerate.
+
+use concerto_rcpsp::{sgs, ActivityId, ActivityList, Problem, ProblemBuilder, Schedule, Time};
+use proptest::prelude::*;
+use rand::Rng;
+
+/// The ingredients of a random valid problem, kept so that proptest can shrink them.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    /// Capacity per resource.
+    pub capacities: Vec<u32>,
+    /// Duration per activity.
+    pub durations: Vec<Time>,
+    /// Per activity and resource a raw draw, reduced modulo `capacity + 1`.
+    pub demands: Vec<Vec<u32>>,
+    /// Per pair `i < j` (row-major), whether the arc `i -> j` exists and its lag.
+    pub arcs: Vec<(bool, Time)>,
+}
+
+impl Spec {
+    /// The problem this spec describes.
+    pub fn build(&self) -> Problem {
+        let mut b = ProblemBuilder::new();
+        let resources: Vec<_> = self
+            .capacities
+            .iter()
+            .enumerate()
+            .map(|(r, &c)| b.resource(format!("r{r}"), c))
+            .collect();
+        let ids: Vec<_> = self
+            .durations
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| b.activity(format!("a{i}"), d))
+            .collect();
+        for (i, row) in self.demands.iter().enumerate() {
+            for (r, &raw) in row.iter().enumerate() {
+                let q = raw % (self.capacities[r] + 1);
+                if q > 0 {
+                    b.demand(ids[i], resources[r], q);
+                }
+            }
+        }
+        let n = ids.len();
+        let mut k = 0;
+        for i in 0..n {
+            for j in i + 1..n {
+                let (present, lag) = self.arcs[k];
+                k += 1;
+                if present {
+                    b.precedence_with_lag(ids[i], ids[j], lag);
+                }
+            }
+        }
+        b.build().expect("a spec always describes a valid problem")
+    }
+}
+
+/// Random valid problems: 1 to `max_activities` activities, 1-3 resources of capacity 1-5,
+/// demands within capacity, durations 0-10, forward arcs `i -> j` (`i < j`, so acyclic) with
+/// probability 1/4, a third of them with a lag of 1-3.
+pub fn problems(max_activities: usize) -> impl Strategy<Value = Problem> {
+    (1..=max_activities, 1..=3usize)
+        .prop_flat_map(|(n, r)| {
+            let arc = (
+                prop::bool::weighted(0.25),
+                prop_oneof![2 => Just(0 as Time), 1 => 1..=3 as Time],
+            );
+            (
+                prop::collection::vec(1..=5u32, r),
+                prop::collection::vec(0..=10 as Time, n),
+                prop::collection::vec(prop::collection::vec(0..=5u32, r), n),
+                prop::collection::vec(arc, n * (n - 1) / 2),
+            )
+        })
+        .prop_map(|(capacities, durations, demands, arcs)| {
+            Spec {
+                capacities,
+                durations,
+                demands,
+                arcs,
+            }
+            .build()
+        })
+}
+
+/// A uniformly random precedence-feasible order: repeatedly take a random eligible activity.
+pub fn random_topological_list(p: &Problem, rng: &mut impl Rng) -> Vec<ActivityId> {
+    let mut waiting: Vec<usize> = p.ids().map(|a| p.predecessors(a).len()).collect();
+    let mut eligible: Vec<ActivityId> = p.ids().filter(|a| waiting[a.index()] == 0).collect();
+    let mut list = Vec::with_capacity(p.len());
+    while !eligible.is_empty() {
+        let a = eligible.swap_remove(rng.random_range(0..eligible.len()));
+        list.push(a);
+        for arc in p.successors(a) {
+            waiting[arc.activity.index()] -= 1;
+            if waiting[arc.activity.index()] == 0 {
+                eligible.push(arc.activity);
+            }
+        }
+    }
+    list
+}
+
+/// The optimal makespan, by decoding every precedence-feasible list with the serial SGS (the
+/// serial SGS generates every active schedule, and some active schedule is optimal), with a
+/// schedule reaching it.
+pub fn brute_force_optimum(p: &Problem) -> (Time, Schedule) {
+    fn extend(
+        p: &Problem,
+        list: &mut Vec<ActivityId>,
+        placed: &mut [bool],
+        best: &mut Option<(Time, Schedule)>,
+    ) {
+        if list.len() == p.len() {
+            let l = ActivityList::new(p, list.clone()).expect("built precedence-feasible");
+            let s = sgs::serial(p, &l);
+            let m = s.makespan(p);
+            if best.as_ref().is_none_or(|(b, _)| m < *b) {
+                *best = Some((m, s));
+            }
+            return;
+        }
+        for a in p.ids() {
+            let ready = !placed[a.index()]
+                && p.predecessors(a)
+                    .iter()
+                    .all(|arc| placed[arc.activity.index()]);
+            if ready {
+                placed[a.index()] = true;
+                list.push(a);
+                extend(p, list, placed, best);
+                list.pop();
+                placed[a.index()] = false;
+            }
+        }
+    }
+    let mut best = None;
+    extend(p, &mut Vec::new(), &mut vec![false; p.len()], &mut best);
+    best.expect("a problem has at least one activity list")
+}
+
