@@ -20,7 +20,7 @@
 //! [`ENERGETIC_MAX_ACTIVITIES`] activities.
 
 use crate::problem::{Problem, Time};
-use crate::temporal::{earliest_starts, tails};
+use crate::temporal::{earliest_starts, latest_starts, tails};
 
 /// Which argument a lower bound comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -143,7 +143,11 @@ pub fn energetic(problem: &Problem, lower: Time, upper: Time) -> LowerBound {
 /// Whether energetic reasoning proves that no schedule has makespan `t`.
 fn refuted(problem: &Problem, heads: &[Time], tails: &[Time], t: Time) -> bool {
     let acts = problem.activities();
-    let ls: Vec<Time> = (0..acts.len()).map(|j| t - tails[j] - acts[j].duration).collect();
+    let ls: Vec<Time> = if problem.has_time_windows() {
+        latest_starts(problem, t)
+    } else {
+        (0..acts.len()).map(|j| t - tails[j] - acts[j].duration).collect()
+    };
     if ls.iter().zip(heads).any(|(l, e)| l < e) {
         return true;
     }

@@ -32,6 +32,24 @@ pub enum Violation {
         /// Its start.
         start: Time,
     },
+    /// An activity starts before its release date.
+    BeforeRelease {
+        /// The activity's name.
+        activity: String,
+        /// Its release date.
+        release: Time,
+        /// Its start.
+        start: Time,
+    },
+    /// An activity finishes after its deadline.
+    AfterDeadline {
+        /// The activity's name.
+        activity: String,
+        /// Its deadline.
+        deadline: Time,
+        /// Its finish.
+        finish: Time,
+    },
     /// An activity's finish (start + duration) does not fit in a [`Time`].
     FinishOverflow {
         /// The activity's name.
@@ -82,6 +100,16 @@ impl fmt::Display for Violation {
             Violation::NegativeStart { activity, start } => {
                 write!(f, "activity `{activity}` starts at {start}, before 0")
             }
+            Violation::BeforeRelease {
+                activity,
+                release,
+                start,
+            } => write!(f, "activity `{activity}` starts at {start}, before its release {release}"),
+            Violation::AfterDeadline {
+                activity,
+                deadline,
+                finish,
+            } => write!(f, "activity `{activity}` finishes at {finish}, after its deadline {deadline}"),
             Violation::FinishOverflow { activity, start } => write!(
                 f,
                 "activity `{activity}` starts at {start} and would finish past the largest time {}",
@@ -157,11 +185,27 @@ pub fn check(problem: &Problem, schedule: &Schedule) -> Result<Time, Violations>
                 start: s,
             });
         }
-        if s.checked_add(a.duration).is_none() {
-            violations.push(Violation::FinishOverflow {
+        if s >= 0 && s < a.release {
+            violations.push(Violation::BeforeRelease {
                 activity: a.name.clone(),
+                release: a.release,
                 start: s,
             });
+        }
+        match s.checked_add(a.duration) {
+            None => violations.push(Violation::FinishOverflow {
+                activity: a.name.clone(),
+                start: s,
+            }),
+            Some(finish) => {
+                if let Some(deadline) = a.deadline.filter(|&d| finish > d) {
+                    violations.push(Violation::AfterDeadline {
+                        activity: a.name.clone(),
+                        deadline,
+                        finish,
+                    });
+                }
+            }
         }
     }
     for p in problem.precedences() {

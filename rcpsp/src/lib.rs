@@ -40,9 +40,11 @@
 //! ```
 
 pub mod bounds;
+pub mod generate;
 mod check;
 pub mod io;
 mod justify;
+pub mod oddeven;
 pub mod priority;
 mod problem;
 mod profile;
@@ -56,6 +58,7 @@ pub mod temporal;
 pub use bounds::{lower_bound, BoundKind, LowerBound};
 pub use check::{check, Violation, Violations};
 pub use justify::justify;
+pub use oddeven::{OddEven, OddEvenConfig, OddEvenReport, RoundReport};
 pub use io::{read_problem, ReadError};
 pub use problem::{
     Activity, ActivityId, Arc, Precedence, Problem, ProblemBuilder, ProblemError, Resource,

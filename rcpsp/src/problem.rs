@@ -8,8 +8,16 @@
 //! Semantics: activity `j` with a precedence `i -> j` of lag `l` may start only at
 //! `start(i) + duration(i) + l` or later; while an activity runs (during `[start, start +
 //! duration)`) it uses its demand of every resource, and at every time point the sum of the
-//! demands of running activities may not exceed a resource's capacity. Times are integers
-//! ([`Time`]): nanoseconds for DL graphs, the instance's unit for PSPLIB.
+//! demands of running activities may not exceed a resource's capacity. An activity may also
+//! have a release date (it starts at or after it) and a deadline (it finishes at or before
+//! it); PSPLIB instances have neither. Times are integers ([`Time`]): nanoseconds for DL graphs,
+//! the instance's unit for PSPLIB.
+//!
+//! Release dates and deadlines go beyond the model of `shared/DESIGN.md` (finish-to-start
+//! precedences with non-negative lags): a window of the odd-even driver
+//! ([`crate::oddeven`]) must pin the activities around it to the times they have in the global
+//! schedule, which precedences with non-negative lags cannot express. Every backend supports
+//! them natively (bounds of start variables).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -67,6 +75,18 @@ pub struct Activity {
     pub duration: Time,
     /// Demand per resource, indexed by [`ResourceId`]; always as long as the resource list.
     pub demands: Vec<u32>,
+    /// Earliest start, `>= 0` (0 when not given).
+    pub release: Time,
+    /// Latest finish, if any (`>= release + duration`).
+    pub deadline: Option<Time>,
+}
+
+impl Activity {
+    /// Whether the time window leaves exactly one start time: `deadline - duration ==
+    /// release`.
+    pub fn is_pinned(&self) -> bool {
+        self.deadline == Some(self.release + self.duration)
+    }
 }
 
 /// A finish-to-start precedence `from -> to`: `start(to) >= start(from) + duration(from) + lag`.
@@ -137,6 +157,28 @@ pub enum ProblemError {
     NegativeDuration {
         /// The activity.
         activity: String,
+        /// Its duration.
+        duration: Time,
+    },
+    /// An activity has a negative release date.
+    #[error("activity `{activity}` has a negative release date {release}")]
+    NegativeRelease {
+        /// The activity.
+        activity: String,
+        /// The release date given.
+        release: Time,
+    },
+    /// An activity's deadline leaves no room for it after its release date.
+    #[error(
+        "activity `{activity}` cannot run between its release {release} and its deadline {deadline} (duration {duration})"
+    )]
+    EmptyTimeWindow {
+        /// The activity.
+        activity: String,
+        /// Its release date.
+        release: Time,
+        /// Its deadline.
+        deadline: Time,
         /// Its duration.
         duration: Time,
     },
@@ -266,6 +308,25 @@ impl Problem {
         self.activities[a.0].duration
     }
 
+    /// The release date of an activity (0 when none was given).
+    #[inline]
+    pub fn release(&self, a: ActivityId) -> Time {
+        self.activities[a.0].release
+    }
+
+    /// The deadline (latest finish) of an activity, if any.
+    #[inline]
+    pub fn deadline(&self, a: ActivityId) -> Option<Time> {
+        self.activities[a.0].deadline
+    }
+
+    /// Whether some activity has a release date or a deadline.
+    pub fn has_time_windows(&self) -> bool {
+        self.activities
+            .iter()
+            .any(|a| a.release > 0 || a.deadline.is_some())
+    }
+
     /// All resources, indexed by [`ResourceId`].
     #[inline]
     pub fn resources(&self) -> &[Resource] {
@@ -305,8 +366,8 @@ impl Problem {
         &self.topo
     }
 
-    /// The sum over activities of duration plus largest outgoing lag: no schedule produced
-    /// by a schedule-generation scheme is longer.
+    /// The largest release date plus the sum over activities of duration and largest outgoing
+    /// lag: no schedule produced by a schedule-generation scheme is longer.
     #[inline]
     pub fn horizon(&self) -> Time {
         self.horizon
@@ -325,9 +386,9 @@ impl Problem {
             .map(ResourceId)
     }
 
-    /// The same problem with every precedence reversed. A schedule of the reversed problem
-    /// read backwards in time is a schedule of this one; forward-backward improvement uses
-    /// this.
+    /// The same problem with every precedence reversed (release dates and deadlines dropped).
+    /// A schedule of the reversed problem read backwards in time is a schedule of this one
+    /// when there are no time windows; forward-backward improvement uses this.
     pub fn reversed(&self) -> Problem {
         let mut b = ProblemBuilder::new();
         for r in &self.resources {
@@ -365,6 +426,8 @@ enum ResourceRef {
 struct DraftActivity {
     name: String,
     duration: Time,
+    release: Time,
+    deadline: Option<Time>,
 }
 
 /// Builds a [`Problem`], validating it in [`ProblemBuilder::build`].
@@ -399,8 +462,26 @@ impl ProblemBuilder {
         self.activities.push(DraftActivity {
             name: name.into(),
             duration,
+            release: 0,
+            deadline: None,
         });
         ActivityId(self.activities.len() - 1)
+    }
+
+    /// Sets the release date of `activity`: it starts at or after `release`.
+    ///
+    /// # Panics
+    /// If `activity` was not returned by this builder.
+    pub fn release(&mut self, activity: ActivityId, release: Time) {
+        self.activities[activity.0].release = release;
+    }
+
+    /// Sets the deadline of `activity`: it finishes at or before `deadline`.
+    ///
+    /// # Panics
+    /// If `activity` was not returned by this builder.
+    pub fn deadline(&mut self, activity: ActivityId, deadline: Time) {
+        self.activities[activity.0].deadline = Some(deadline);
     }
 
     /// Sets the demand of `activity` for `resource` (a repeated call for the same pair keeps
@@ -492,10 +573,28 @@ impl ProblemBuilder {
                     duration: a.duration,
                 });
             }
+            if a.release < 0 {
+                return Err(ProblemError::NegativeRelease {
+                    activity: a.name.clone(),
+                    release: a.release,
+                });
+            }
+            if let Some(deadline) = a.deadline {
+                if a.release.checked_add(a.duration).is_none_or(|f| f > deadline) {
+                    return Err(ProblemError::EmptyTimeWindow {
+                        activity: a.name.clone(),
+                        release: a.release,
+                        deadline,
+                        duration: a.duration,
+                    });
+                }
+            }
             activities.push(Activity {
                 name: a.name.clone(),
                 duration: a.duration,
                 demands: vec![0u32; nr],
+                release: a.release,
+                deadline: a.deadline,
             });
         }
 
@@ -564,7 +663,7 @@ impl ProblemBuilder {
         for p in &precedences {
             max_lag[p.from.0] = max_lag[p.from.0].max(p.lag);
         }
-        let mut horizon: Time = 0;
+        let mut horizon: Time = activities.iter().map(|a| a.release).max().unwrap_or(0);
         for (i, a) in activities.iter().enumerate() {
             horizon = horizon
                 .checked_add(a.duration)

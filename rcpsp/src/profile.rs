@@ -9,9 +9,16 @@
 //!   Cost per attempt `O(log s + k)` for `s` steps and `k` steps inside the window, whatever
 //!   the durations are. Needed for nanosecond-scale DL graphs.
 //!
-//! [`AnyProfile::for_problem`] picks one from the horizon and the mean duration.
+//! - [`Gaps`]: for problems whose resources all have capacity 1 (the streams of a DL graph),
+//!   the free intervals of each resource, also indexed by length class (`floor(log2 length)`):
+//!   the earliest gap of length `d` after `t` is found with one lookup per class above `d`'s
+//!   and a scan of `d`'s own class, instead of walking every busy segment after `t` (which made
+//!   the step profile quadratic on a long, densely packed stream).
+//!
+//! [`AnyProfile::for_problem`] picks one from the horizon, the mean duration and the
+//! capacities.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::problem::{Problem, ResourceId, Time};
 
@@ -25,6 +32,8 @@ pub(crate) trait Profile {
     fn fits(&self, loads: &[(ResourceId, u32)], duration: Time, t: Time) -> bool;
     /// Occupies `loads` during `[start, start + duration)`.
     fn add(&mut self, loads: &[(ResourceId, u32)], start: Time, duration: Time);
+    /// Free capacity of `r` at time point `t`.
+    fn free_at(&self, r: ResourceId, t: Time) -> u32;
 }
 
 /// Free capacity per resource and time unit, stored row by resource.
@@ -129,6 +138,15 @@ impl Profile for TimeIndexed {
         }
         self.used = self.used.max(e);
     }
+
+    fn free_at(&self, r: ResourceId, t: Time) -> u32 {
+        let t = t.max(0) as usize;
+        if t < self.used {
+            self.row(r)[t]
+        } else {
+            self.caps[r.0]
+        }
+    }
 }
 
 /// Per resource a step function: `usage[r][t]` holds from key `t` until the next key; no key
@@ -218,14 +236,155 @@ impl Profile for Steps {
             }
         }
     }
+
+    fn free_at(&self, r: ResourceId, t: Time) -> u32 {
+        let used = self.usage[r.0].range(..=t).next_back().map_or(0, |(_, &u)| u);
+        self.caps[r.0] - used
+    }
+}
+
+/// Free intervals of unit-capacity resources (see the module docs).
+#[derive(Clone, Debug)]
+pub(crate) struct Gaps {
+    /// Per resource: free interval start -> end (`Time::MAX` for the last, open one).
+    free: Vec<BTreeMap<Time, Time>>,
+    /// Per resource and length class: the starts of the free intervals of that class.
+    classes: Vec<Vec<BTreeSet<Time>>>,
+}
+
+/// Length classes: `floor(log2 length)` for lengths up to 2^62, the open interval in the last.
+const CLASSES: usize = 64;
+
+fn class(length: Time) -> usize {
+    if length == Time::MAX {
+        CLASSES - 1
+    } else {
+        (63 - (length.max(1) as u64).leading_zeros()) as usize
+    }
+}
+
+impl Gaps {
+    pub(crate) fn new(resources: usize) -> Self {
+        let mut g = Self {
+            free: vec![BTreeMap::new(); resources],
+            classes: vec![vec![BTreeSet::new(); CLASSES]; resources],
+        };
+        g.clear();
+        g
+    }
+
+    fn insert(&mut self, r: usize, start: Time, end: Time) {
+        if end > start {
+            self.free[r].insert(start, end);
+            let length = if end == Time::MAX { Time::MAX } else { end - start };
+            self.classes[r][class(length)].insert(start);
+        }
+    }
+
+    fn delete(&mut self, r: usize, start: Time) -> Time {
+        let end = self.free[r].remove(&start).expect("a free interval starts here");
+        let length = if end == Time::MAX { Time::MAX } else { end - start };
+        self.classes[r][class(length)].remove(&start);
+        end
+    }
+
+    /// The earliest `t >= from` such that `[t, t + duration)` is free on resource `r`.
+    fn fit(&self, r: usize, duration: Time, from: Time) -> Time {
+        let free = &self.free[r];
+        // The free interval containing `from`, if any.
+        if let Some((&s, &e)) = free.range(..=from).next_back() {
+            if e > from && (e == Time::MAX || e - from >= duration) {
+                return from.max(s);
+            }
+        }
+        // Otherwise the first interval starting after `from` that is long enough: any of a
+        // higher class is; in `duration`'s own class, some are.
+        let own = class(duration);
+        let mut best = Time::MAX;
+        for set in &self.classes[r][own + 1..] {
+            if let Some(&s) = set.range(from + 1..).next() {
+                best = best.min(s);
+            }
+        }
+        for &s in self.classes[r][own].range(from + 1..best) {
+            let e = free[&s];
+            if e == Time::MAX || e - s >= duration {
+                best = s;
+                break;
+            }
+        }
+        best
+    }
+}
+
+impl Profile for Gaps {
+    fn clear(&mut self) {
+        for r in 0..self.free.len() {
+            self.free[r].clear();
+            for c in &mut self.classes[r] {
+                c.clear();
+            }
+            self.insert(r, Time::MIN / 4, Time::MAX);
+        }
+    }
+
+    fn earliest_fit(&self, loads: &[(ResourceId, u32)], duration: Time, from: Time) -> Time {
+        if duration == 0 {
+            return from;
+        }
+        let mut t = from;
+        loop {
+            let mut moved = false;
+            for &(r, _) in loads {
+                let f = self.fit(r.0, duration, t);
+                if f > t {
+                    t = f;
+                    moved = true;
+                }
+            }
+            if !moved {
+                return t;
+            }
+        }
+    }
+
+    fn fits(&self, loads: &[(ResourceId, u32)], duration: Time, t: Time) -> bool {
+        duration == 0 || loads.iter().all(|&(r, _)| self.fit(r.0, duration, t) == t)
+    }
+
+    fn add(&mut self, loads: &[(ResourceId, u32)], start: Time, duration: Time) {
+        if duration == 0 {
+            return;
+        }
+        let end = start + duration;
+        for &(r, _) in loads {
+            let (&s, _) = self.free[r.0]
+                .range(..=start)
+                .next_back()
+                .expect("the interval is free");
+            let e = self.delete(r.0, s);
+            debug_assert!(e >= end, "profile overload");
+            self.insert(r.0, s, start);
+            self.insert(r.0, end, e);
+        }
+    }
+
+    fn free_at(&self, r: ResourceId, t: Time) -> u32 {
+        let free = self.free[r.0]
+            .range(..=t)
+            .next_back()
+            .is_some_and(|(_, &e)| e > t);
+        u32::from(free)
+    }
 }
 
 /// The profile a problem gets: time-indexed for short horizons with short activities,
-/// step functions otherwise.
+/// free intervals when every resource has capacity 1, step functions otherwise.
 #[derive(Clone, Debug)]
 pub(crate) enum AnyProfile {
     Indexed(TimeIndexed),
     Steps(Steps),
+    Gaps(Gaps),
 }
 
 /// Largest number of time-indexed cells (resources x horizon) before switching to steps.
@@ -251,6 +410,8 @@ impl AnyProfile {
         };
         if cells <= MAX_CELLS && mean <= MAX_MEAN_DURATION {
             AnyProfile::Indexed(TimeIndexed::new(caps, problem.horizon()))
+        } else if caps.iter().all(|&c| c == 1) {
+            AnyProfile::Gaps(Gaps::new(caps.len()))
         } else {
             AnyProfile::Steps(Steps::new(caps))
         }
@@ -285,5 +446,33 @@ mod tests {
     fn time_indexed_and_steps_agree() {
         exercise(&mut TimeIndexed::new(vec![2, 1], 4));
         exercise(&mut Steps::new(vec![2, 1]));
+    }
+
+    #[test]
+    fn gaps_agree_with_steps_on_unit_resources() {
+        // Random placements on two unit resources: every query answered the same way.
+        let mut seed: u64 = 7;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        let mut gaps = Gaps::new(2);
+        let mut steps = Steps::new(vec![1, 1]);
+        for _ in 0..400 {
+            let r = ResourceId(next(2) as usize);
+            let both = next(5) == 0;
+            let loads: Vec<(ResourceId, u32)> = if both {
+                vec![(ResourceId(0), 1), (ResourceId(1), 1)]
+            } else {
+                vec![(r, 1)]
+            };
+            let d = 1 + next(40) as Time;
+            let from = next(3000) as Time;
+            let t = steps.earliest_fit(&loads, d, from);
+            assert_eq!(gaps.earliest_fit(&loads, d, from), t, "d {d} from {from}");
+            assert_eq!(gaps.fits(&loads, d, from), steps.fits(&loads, d, from));
+            steps.add(&loads, t, d);
+            gaps.add(&loads, t, d);
+        }
     }
 }

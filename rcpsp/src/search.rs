@@ -33,7 +33,7 @@ use crate::priority::{list_from_priorities, priorities, Rule, Sampler};
 use crate::problem::{ActivityId, Problem, Time};
 use crate::schedule::Schedule;
 use crate::sgs::Decoder;
-use crate::solver::{verified, Clock, Limits, Outcome, SolveError, Solver, StopReason};
+use crate::solver::{verified, Clock, Limits, Outcome, SolveError, Solver, Status, StopReason};
 
 /// Configuration of the heuristic solver.
 #[derive(Clone, Debug, PartialEq)]
@@ -112,9 +112,34 @@ impl Solver for Heuristic {
             });
         }
         let clock = limits.clock();
+        let bound = lower_bound(problem).value;
+        if crate::temporal::window_conflict(problem).is_some() {
+            // Some time window cannot be met even without resources.
+            return Ok(Outcome {
+                status: Status::Infeasible,
+                schedule: None,
+                makespan: None,
+                lower_bound: bound,
+                solver: self.name().to_owned(),
+                elapsed: clock.elapsed(),
+                work: 0,
+            });
+        }
         let reversed = problem.reversed();
         let mut search = Search::new(problem, &reversed, &self.config, limits, &clock);
         let reason = search.run(limits.initial.as_ref());
+        if search.best_starts.is_empty() {
+            // Every schedule generated missed a deadline.
+            return Ok(Outcome {
+                status: Status::Unknown(reason),
+                schedule: None,
+                makespan: None,
+                lower_bound: search.lower_bound,
+                solver: self.name().to_owned(),
+                elapsed: clock.elapsed(),
+                work: search.generated,
+            });
+        }
         let outcome = Outcome::with_schedule(
             problem,
             Schedule::new(search.best_starts.clone()),
@@ -128,10 +153,13 @@ impl Solver for Heuristic {
     }
 }
 
+/// What a schedule costs: total lateness past deadlines first, then makespan.
+type Cost = (Time, Time);
+
 #[derive(Clone, Debug)]
 struct Individual {
     list: Vec<ActivityId>,
-    makespan: Time,
+    cost: Cost,
     key: u64,
 }
 
@@ -147,6 +175,9 @@ struct Search<'p> {
     generated: u64,
     best: Time,
     best_starts: Vec<Time>,
+    /// Whether the problem has release dates or deadlines: no justification then, and
+    /// schedules that miss a deadline never count as found.
+    windows: bool,
     sampler: Sampler,
     lft: Vec<i64>,
     /// Position of each activity in the list being mutated, and a mark for crossover.
@@ -186,6 +217,7 @@ impl<'p> Search<'p> {
             generated: 0,
             best: Time::MAX,
             best_starts: Vec::new(),
+            windows: problem.has_time_windows(),
             sampler: Sampler::default(),
             lft,
             taken: vec![false; problem.len()],
@@ -202,22 +234,25 @@ impl<'p> Search<'p> {
         self.clock.should_stop().map(Stop::Reason)
     }
 
-    /// Justifies the schedule in `forward`, records it if best, and returns its makespan.
-    fn finish_schedule(&mut self) -> Time {
+    /// Justifies the schedule in `forward` (without time windows), records it if it is the
+    /// best on-time schedule, and returns its cost: (lateness, makespan).
+    fn finish_schedule(&mut self) -> Cost {
         self.generated += 1;
-        let (m, generated) = self.justifier.justify(&mut self.forward, self.config.justify_rounds);
+        let rounds = if self.windows { 0 } else { self.config.justify_rounds };
+        let (m, generated) = self.justifier.justify(&mut self.forward, rounds);
         self.generated += generated;
-        if m < self.best {
+        let late = if self.windows { self.forward.lateness() } else { 0 };
+        if late == 0 && m < self.best {
             self.best = m;
             self.best_starts.clear();
             self.best_starts.extend_from_slice(self.forward.starts());
         }
-        m
+        (late, m)
     }
 
     /// Decodes `list` with the serial SGS, justifies it, and rewrites `list` as the start
     /// order of the result.
-    fn evaluate(&mut self, list: &mut [ActivityId]) -> (Time, u64) {
+    fn evaluate(&mut self, list: &mut [ActivityId]) -> (Cost, u64) {
         self.forward.serial(list);
         let m = self.finish_schedule();
         let starts = self.forward.starts();
@@ -233,12 +268,8 @@ impl<'p> Search<'p> {
     }
 
     fn individual(&mut self, mut list: Vec<ActivityId>) -> Individual {
-        let (makespan, key) = self.evaluate(&mut list);
-        Individual {
-            list,
-            makespan,
-            key,
-        }
+        let (cost, key) = self.evaluate(&mut list);
+        Individual { list, cost, key }
     }
 
     fn run(&mut self, initial: Option<&Schedule>) -> StopReason {
@@ -324,7 +355,7 @@ impl<'p> Search<'p> {
                 return Some(stop);
             }
         }
-        population.sort_by_key(|i| i.makespan);
+        population.sort_by_key(|i| i.cost);
         None
     }
 
@@ -351,9 +382,9 @@ impl<'p> Search<'p> {
                 return Some(stop);
             }
         }
-        // Children first so that, on equal makespans, new lists replace old ones.
+        // Children first so that, on equal costs, new lists replace old ones.
         children.append(population);
-        children.sort_by_key(|i| i.makespan);
+        children.sort_by_key(|i| i.cost);
         for ind in children {
             if population.len() == size {
                 break;
@@ -420,7 +451,6 @@ mod tests {
     use crate::check::check;
     use crate::problem::ProblemBuilder;
     use crate::sgs::ActivityList;
-    use crate::solver::Status;
 
     fn instance() -> Problem {
         // A small instance where the serial SGS with a bad list is far from optimal.

@@ -13,12 +13,14 @@
 //!   which are often better for large problems but may exclude every optimum.
 //!
 //! An activity list must be precedence-feasible (every predecessor listed before its
-//! successors); [`ActivityList::new`] checks it.
+//! successors); [`ActivityList::new`] checks it. Both schemes respect release dates; the serial
+//! scheme places pinned activities (a time window of one start) first; other deadlines may be
+//! missed ([`Decoder::lateness`] says by how much).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BTreeMap, BinaryHeap};
 
-use crate::problem::{ActivityId, Problem, Time};
+use crate::problem::{ActivityId, Problem, ResourceId, Time};
 use crate::profile::{AnyProfile, Profile};
 use crate::schedule::Schedule;
 
@@ -154,6 +156,8 @@ pub struct Decoder<'p> {
     profile: AnyProfile,
     starts: Vec<Time>,
     makespan: Time,
+    /// Activities whose time window allows one start (see [`crate::Activity::is_pinned`]).
+    pinned: Vec<ActivityId>,
     // Parallel SGS scratch.
     waiting: Vec<usize>,
     release: Vec<Time>,
@@ -167,6 +171,7 @@ impl<'p> Decoder<'p> {
             profile: AnyProfile::for_problem(problem),
             starts: vec![0; problem.len()],
             makespan: 0,
+            pinned: problem.ids().filter(|&a| problem.activity(a).is_pinned()).collect(),
             waiting: vec![0; problem.len()],
             release: vec![0; problem.len()],
         }
@@ -182,6 +187,18 @@ impl<'p> Decoder<'p> {
     #[inline]
     pub fn makespan(&self) -> Time {
         self.makespan
+    }
+
+    /// Total lateness of the last decoded schedule: the sum over activities of how far they
+    /// finish after their deadlines (0 when every deadline is met; schedule-generation schemes
+    /// respect release dates and pinned activities, not other deadlines).
+    pub fn lateness(&self) -> Time {
+        self.problem
+            .activities()
+            .iter()
+            .zip(&self.starts)
+            .filter_map(|(a, &s)| a.deadline.map(|d| (s + a.duration - d).max(0)))
+            .sum()
     }
 
     /// The last decoded schedule.
@@ -205,8 +222,15 @@ impl<'p> Decoder<'p> {
     /// Serial SGS over a precedence-feasible list; returns the makespan.
     pub(crate) fn serial(&mut self, list: &[ActivityId]) -> Time {
         match &mut self.profile {
-            AnyProfile::Indexed(p) => serial_with(self.problem, p, list, &mut self.starts, &mut self.makespan),
-            AnyProfile::Steps(p) => serial_with(self.problem, p, list, &mut self.starts, &mut self.makespan),
+            AnyProfile::Indexed(p) => {
+                serial_with(self.problem, p, &self.pinned, list, &mut self.starts, &mut self.makespan)
+            }
+            AnyProfile::Steps(p) => {
+                serial_with(self.problem, p, &self.pinned, list, &mut self.starts, &mut self.makespan)
+            }
+            AnyProfile::Gaps(p) => {
+                serial_with(self.problem, p, &self.pinned, list, &mut self.starts, &mut self.makespan)
+            }
         }
         self.makespan
     }
@@ -221,10 +245,12 @@ impl<'p> Decoder<'p> {
             makespan,
             waiting,
             release,
+            ..
         } = self;
         match profile {
             AnyProfile::Indexed(p) => parallel_with(problem, p, priority, starts, makespan, waiting, release),
             AnyProfile::Steps(p) => parallel_with(problem, p, priority, starts, makespan, waiting, release),
+            AnyProfile::Gaps(p) => parallel_with(problem, p, priority, starts, makespan, waiting, release),
         }
         self.makespan
     }
@@ -233,19 +259,32 @@ impl<'p> Decoder<'p> {
 fn serial_with<P: Profile>(
     problem: &Problem,
     profile: &mut P,
+    pinned: &[ActivityId],
     list: &[ActivityId],
     starts: &mut [Time],
     makespan: &mut Time,
 ) {
     profile.clear();
     let mut end = 0;
+    // Pinned activities (a time window of one start) go in first, where they must be; the
+    // list then fills around them.
+    for &j in pinned {
+        let (t, d) = (problem.release(j), problem.duration(j));
+        profile.add(problem.loads(j), t, d);
+        starts[j.index()] = t;
+        end = end.max(t + d);
+    }
     for &j in list {
+        if !pinned.is_empty() && problem.activity(j).is_pinned() {
+            continue;
+        }
         let release = problem
             .predecessors(j)
             .iter()
             .map(|arc| starts[arc.activity.index()] + problem.duration(arc.activity) + arc.lag)
             .max()
-            .unwrap_or(0);
+            .unwrap_or(0)
+            .max(problem.release(j));
         let d = problem.duration(j);
         let loads = problem.loads(j);
         let t = if loads.is_empty() {
@@ -260,6 +299,49 @@ fn serial_with<P: Profile>(
     *makespan = end;
 }
 
+/// Released eligible activities of the parallel SGS, grouped by the resources they use, each
+/// group ordered by (priority, index).
+type Groups = BTreeMap<Vec<ResourceId>, std::collections::BTreeSet<(i64, usize)>>;
+
+/// The best-priority released activity that fits at `t`: groups whose resources have no free
+/// capacity at `t` are skipped whole; in the others, candidates are tried in priority order,
+/// merged across groups.
+fn best_fit<P: Profile>(
+    problem: &Problem,
+    profile: &P,
+    groups: &Groups,
+    t: Time,
+) -> Option<(Vec<ResourceId>, (i64, usize))> {
+    use std::ops::Bound::{Excluded, Unbounded};
+    let open: Vec<_> = groups
+        .iter()
+        .filter(|(sig, set)| !set.is_empty() && sig.iter().all(|&r| profile.free_at(r, t) > 0))
+        .collect();
+    // Per open group, the last candidate tried without fitting.
+    let mut tried: Vec<Option<(i64, usize)>> = vec![None; open.len()];
+    loop {
+        let mut best: Option<(usize, (i64, usize))> = None;
+        for (g, (_, set)) in open.iter().enumerate() {
+            let next = match tried[g] {
+                Some(after) => set.range((Excluded(after), Unbounded)).next(),
+                None => set.iter().next(),
+            };
+            if let Some(&key) = next {
+                if best.is_none_or(|(_, b)| key < b) {
+                    best = Some((g, key));
+                }
+            }
+        }
+        let (g, key) = best?;
+        let j = ActivityId(key.1);
+        let loads = problem.loads(j);
+        if loads.is_empty() || profile.fits(loads, problem.duration(j), t) {
+            return Some((open[g].0.clone(), key));
+        }
+        tried[g] = Some(key);
+    }
+}
+
 fn parallel_with<P: Profile>(
     problem: &Problem,
     profile: &mut P,
@@ -271,58 +353,54 @@ fn parallel_with<P: Profile>(
 ) {
     profile.clear();
     let n = problem.len();
-    // Eligible: every predecessor started (its finish, hence the release, is known).
-    let mut eligible: Vec<ActivityId> = Vec::new();
+    // Released eligible activities, grouped by the resources they use, each group by
+    // priority: a group needing a resource with no free capacity at t is skipped whole.
+    let mut groups = Groups::new();
+    let signature = |j: ActivityId| -> Vec<ResourceId> { problem.loads(j).iter().map(|&(r, _)| r).collect() };
+    // Eligible activities not yet released, by release time.
+    let mut pending: BinaryHeap<Reverse<(Time, usize)>> = BinaryHeap::new();
     for j in problem.ids() {
         waiting[j.index()] = problem.predecessors(j).len();
-        release[j.index()] = 0;
+        release[j.index()] = problem.release(j);
         if waiting[j.index()] == 0 {
-            eligible.push(j);
+            pending.push(Reverse((release[j.index()], j.index())));
         }
     }
     let mut finishes: BinaryHeap<Reverse<Time>> = BinaryHeap::new();
     let mut scheduled = 0;
     let mut t: Time = 0;
     let mut end: Time = 0;
-    let mut candidates: Vec<ActivityId> = Vec::new();
     while scheduled < n {
-        // Start, in priority order, every eligible activity released by t that fits; repeat
-        // while starts at t make new activities eligible at t (zero durations and lags).
+        // Start, in priority order across groups, every released eligible activity that fits;
+        // starts at t may release new activities at t (zero durations and lags).
         loop {
-            candidates.clear();
-            candidates.extend(eligible.iter().copied().filter(|j| release[j.index()] <= t));
-            if candidates.is_empty() {
-                break;
+            while pending.peek().is_some_and(|Reverse((r, _))| *r <= t) {
+                let Reverse((_, j)) = pending.pop().expect("peeked");
+                groups
+                    .entry(signature(ActivityId(j)))
+                    .or_default()
+                    .insert((priority[j], j));
             }
-            candidates.sort_unstable_by_key(|j| (priority[j.index()], j.index()));
-            let mut started_any = false;
-            for &j in &candidates {
-                let d = problem.duration(j);
-                let loads = problem.loads(j);
-                if !loads.is_empty() && !profile.fits(loads, d, t) {
-                    continue;
-                }
-                profile.add(loads, t, d);
-                starts[j.index()] = t;
-                end = end.max(t + d);
-                scheduled += 1;
-                started_any = true;
-                if d > 0 {
-                    finishes.push(Reverse(t + d));
-                }
-                let pos = eligible.iter().position(|&e| e == j).expect("candidate is eligible");
-                eligible.swap_remove(pos);
-                for arc in problem.successors(j) {
-                    let s = arc.activity.index();
-                    release[s] = release[s].max(t + d + arc.lag);
-                    waiting[s] -= 1;
-                    if waiting[s] == 0 {
-                        eligible.push(arc.activity);
-                    }
-                }
-            }
-            if !started_any {
+            let Some((sig, key)) = best_fit(problem, profile, &groups, t) else {
                 break;
+            };
+            let j = ActivityId(key.1);
+            groups.get_mut(&sig).expect("chosen from it").remove(&key);
+            let d = problem.duration(j);
+            profile.add(problem.loads(j), t, d);
+            starts[j.index()] = t;
+            end = end.max(t + d);
+            scheduled += 1;
+            if d > 0 {
+                finishes.push(Reverse(t + d));
+            }
+            for arc in problem.successors(j) {
+                let s = arc.activity.index();
+                release[s] = release[s].max(t + d + arc.lag);
+                waiting[s] -= 1;
+                if waiting[s] == 0 {
+                    pending.push(Reverse((release[s], s)));
+                }
             }
         }
         if scheduled == n {
@@ -333,11 +411,7 @@ fn parallel_with<P: Profile>(
             finishes.pop();
         }
         let next_finish = finishes.peek().map(|f| f.0);
-        let next_release = eligible
-            .iter()
-            .map(|j| release[j.index()])
-            .filter(|&r| r > t)
-            .min();
+        let next_release = pending.peek().map(|Reverse((r, _))| *r).filter(|&r| r > t);
         t = match (next_finish, next_release) {
             (Some(a), Some(b)) => a.min(b),
             (Some(a), None) => a,

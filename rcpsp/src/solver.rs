@@ -153,6 +153,12 @@ impl Clock {
             .map(|d| d.saturating_duration_since(Instant::now()))
     }
 
+    /// How long ago the deadline passed (`None` without a deadline or before it).
+    pub fn overdue(&self) -> Option<Duration> {
+        self.deadline
+            .and_then(|d| Instant::now().checked_duration_since(d))
+    }
+
     /// Time since the solve started.
     pub fn elapsed(&self) -> Duration {
         self.start.elapsed()

@@ -4,10 +4,10 @@
 //! Both passes visit each activity and arc once in topological order: `O(n + m)`.
 //! Source: Kelley & Walker, "Critical-path planning and scheduling" (1959).
 
-use crate::problem::{Problem, Time};
+use crate::problem::{ActivityId, Problem, Time};
 
-/// Earliest start of every activity: `ES_j = max over i -> j of ES_i + d_i + lag`, 0 without
-/// predecessors.
+/// Earliest start of every activity: `ES_j = max(release_j, max over i -> j of ES_i + d_i +
+/// lag)`.
 pub fn earliest_starts(problem: &Problem) -> Vec<Time> {
     let mut es = vec![0 as Time; problem.len()];
     for &j in problem.topological_order() {
@@ -16,29 +16,43 @@ pub fn earliest_starts(problem: &Problem) -> Vec<Time> {
             .iter()
             .map(|arc| es[arc.activity.index()] + problem.duration(arc.activity) + arc.lag)
             .max()
-            .unwrap_or(0);
+            .unwrap_or(0)
+            .max(problem.release(j));
         es[j.index()] = e;
     }
     es
 }
 
-/// Latest start of every activity such that everything finishes by `deadline`:
-/// `LS_i = min(deadline - d_i, min over i -> j of LS_j - lag - d_i)`.
+/// Latest start of every activity such that everything finishes by `deadline` and by its own
+/// deadline: `LS_i = min(min(deadline, D_i) - d_i, min over i -> j of LS_j - lag - d_i)`.
 /// With `deadline` = the critical path length, activities with `LS = ES` are critical.
 pub fn latest_starts(problem: &Problem, deadline: Time) -> Vec<Time> {
     let mut ls = vec![0 as Time; problem.len()];
     for &i in problem.topological_order().iter().rev() {
         let d = problem.duration(i);
+        let own = problem.deadline(i).map_or(deadline, |di| di.min(deadline)) - d;
         let l = problem
             .successors(i)
             .iter()
             .map(|arc| ls[arc.activity.index()] - arc.lag - d)
             .min()
-            .unwrap_or(deadline - d)
-            .min(deadline - d);
+            .unwrap_or(own)
+            .min(own);
         ls[i.index()] = l;
     }
     ls
+}
+
+/// An activity that cannot meet its time window even without resources (its earliest start
+/// is after its latest start, with deadlines propagated backwards through precedences), if
+/// any: then no schedule exists. `O(n + m)`.
+pub fn window_conflict(problem: &Problem) -> Option<ActivityId> {
+    if !problem.has_time_windows() {
+        return None;
+    }
+    let es = earliest_starts(problem);
+    let ls = latest_starts(problem, Time::MAX / 4);
+    problem.ids().find(|a| es[a.index()] > ls[a.index()])
 }
 
 /// Length of the longest path (durations plus lags) from any activity's start to any

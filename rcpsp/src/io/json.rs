@@ -14,7 +14,8 @@
 //! }
 //! ```
 //!
-//! `demands` may omit zero entries; `lag` defaults to 0. A schedule:
+//! `demands` may omit zero entries; `lag` defaults to 0; an activity may have a `release`
+//! (earliest start, default 0) and a `deadline` (latest finish). A schedule:
 //!
 //! ```json
 //! {"format": "concerto-schedule", "version": 1, "makespan": 8,
@@ -72,6 +73,14 @@ struct ActivityEntry {
         deserialize_with = "unique_demands"
     )]
     demands: BTreeMap<String, u32>,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    release: Time,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    deadline: Option<Time>,
+}
+
+fn is_zero(t: &Time) -> bool {
+    *t == 0
 }
 
 /// A `demands` object in which a resource named twice is an error, not "the last one wins".
@@ -174,7 +183,11 @@ pub fn parse_problem(text: &str, file: &str) -> Result<Problem, ReadError> {
         b.resource(r.name.clone(), r.capacity);
     }
     for a in &pf.activities {
-        b.activity(a.name.clone(), a.duration);
+        let id = b.activity(a.name.clone(), a.duration);
+        b.release(id, a.release);
+        if let Some(d) = a.deadline {
+            b.deadline(id, d);
+        }
     }
     for a in &pf.activities {
         for (r, &q) in &a.demands {
@@ -216,6 +229,8 @@ pub fn problem_to_json(problem: &Problem) -> String {
                     .filter(|(&q, _)| q > 0)
                     .map(|(&q, r)| (r.name.clone(), q))
                     .collect(),
+                release: a.release,
+                deadline: a.deadline,
             })
             .collect(),
         precedences: problem
