@@ -18,7 +18,11 @@ use rand_chacha::ChaCha8Rng;
 fn layered(layers: usize, width: usize, seed: u64) -> Problem {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut b = ProblemBuilder::new();
-    let res = [b.resource("compute", 1), b.resource("intra", 1), b.resource("inter", 1)];
+    let res = [
+        b.resource("compute", 1),
+        b.resource("intra", 1),
+        b.resource("inter", 1),
+    ];
     let mut prev: Vec<_> = Vec::new();
     for l in 0..layers {
         let mut cur = Vec::with_capacity(width);

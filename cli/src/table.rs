@@ -28,11 +28,8 @@ impl Table {
                 width[c] = width[c].max(cell.chars().count());
             }
         }
-        let numeric = |s: &str| {
-            !s.is_empty()
-                && s.chars()
-                    .all(|c| c.is_ascii_digit() || ".-+%e".contains(c))
-        };
+        let numeric =
+            |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_digit() || ".-+%e".contains(c));
         let mut out = String::new();
         let line = |row: &Vec<String>, out: &mut String| {
             let cells: Vec<String> = row

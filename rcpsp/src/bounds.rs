@@ -146,7 +146,9 @@ fn refuted(problem: &Problem, heads: &[Time], tails: &[Time], t: Time) -> bool {
     let ls: Vec<Time> = if problem.has_time_windows() {
         latest_starts(problem, t)
     } else {
-        (0..acts.len()).map(|j| t - tails[j] - acts[j].duration).collect()
+        (0..acts.len())
+            .map(|j| t - tails[j] - acts[j].duration)
+            .collect()
     };
     if ls.iter().zip(heads).any(|(l, e)| l < e) {
         return true;
@@ -178,11 +180,7 @@ fn refuted(problem: &Problem, heads: &[Time], tails: &[Time], t: Time) -> bool {
                 let mut need: i128 = 0;
                 for &j in &users {
                     let d = acts[j].duration;
-                    let inside = length
-                        .min(d)
-                        .min(heads[j] + d - t1)
-                        .min(t2 - ls[j])
-                        .max(0);
+                    let inside = length.min(d).min(heads[j] + d - t1).min(t2 - ls[j]).max(0);
                     need += i128::from(inside) * i128::from(acts[j].demands[r]);
                 }
                 if need > cap * i128::from(length) {
@@ -230,7 +228,10 @@ mod tests {
         }
         let p = b.build().unwrap();
         let e = energetic(&p, 3, 20).value;
-        assert!((8..=9).contains(&e), "never above the optimum 9, never below area 8: {e}");
+        assert!(
+            (8..=9).contains(&e),
+            "never above the optimum 9, never below area 8: {e}"
+        );
 
         // A release time makes part of the work fall late: `x` (4, no resource) precedes `y`
         // (4 on a unit resource) and `z` (4 on it too). Optimal: z [0,4), x [0,4), y [4,8) = 8.

@@ -213,7 +213,9 @@ pub fn check(problem: &Problem, schedule: &Schedule) -> Result<Time, Violations>
         if i >= known || j >= known {
             continue;
         }
-        let earliest = starts[i].saturating_add(acts[i].duration).saturating_add(p.lag);
+        let earliest = starts[i]
+            .saturating_add(acts[i].duration)
+            .saturating_add(p.lag);
         if starts[j] < earliest {
             violations.push(Violation::Precedence {
                 from: acts[i].name.clone(),
@@ -314,7 +316,14 @@ mod tests {
         let p = two_on_one();
         let err = check(&p, &Schedule::new(vec![0, 1, 2])).unwrap_err();
         assert_eq!(err.0.len(), 2, "{err}");
-        assert!(matches!(err.0[0], Violation::Precedence { earliest: 3, start: 2, .. }));
+        assert!(matches!(
+            err.0[0],
+            Violation::Precedence {
+                earliest: 3,
+                start: 2,
+                ..
+            }
+        ));
         assert!(matches!(
             &err.0[1],
             Violation::OverCapacity { from: 1, until: 2, usage: 2, capacity: 1, running, .. }
@@ -326,9 +335,20 @@ mod tests {
     fn missing_extra_and_negative() {
         let p = two_on_one();
         let err = check(&p, &Schedule::new(vec![-1])).unwrap_err();
-        assert!(err.0.contains(&Violation::MissingActivity { activity: "y".into() }));
-        assert!(err.0.contains(&Violation::NegativeStart { activity: "x".into(), start: -1 }));
+        assert!(err.0.contains(&Violation::MissingActivity {
+            activity: "y".into()
+        }));
+        assert!(err.0.contains(&Violation::NegativeStart {
+            activity: "x".into(),
+            start: -1
+        }));
         let err = check(&p, &Schedule::new(vec![0, 2, 3, 9])).unwrap_err();
-        assert!(matches!(err.0[0], Violation::ExtraStarts { starts: 4, activities: 3 }));
+        assert!(matches!(
+            err.0[0],
+            Violation::ExtraStarts {
+                starts: 4,
+                activities: 3
+            }
+        ));
     }
 }

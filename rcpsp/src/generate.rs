@@ -64,9 +64,15 @@ impl TrainingStep {
 /// # Panics
 /// If `channels` is not 1 or 2, `microbatches` is 0, or `min_ops` is 0 or above `max_ops`.
 pub fn training_step(shape: &TrainingStep) -> Problem {
-    assert!(matches!(shape.channels, 1 | 2), "1 or 2 communication channels");
+    assert!(
+        matches!(shape.channels, 1 | 2),
+        "1 or 2 communication channels"
+    );
     assert!(shape.microbatches >= 1, "at least one micro-batch");
-    assert!(shape.min_ops >= 1 && shape.min_ops <= shape.max_ops, "ops per layer");
+    assert!(
+        shape.min_ops >= 1 && shape.min_ops <= shape.max_ops,
+        "ops per layer"
+    );
     const COMPUTE: (Time, Time) = (20_000, 400_000);
     const COMM: (Time, Time) = (30_000, 600_000);
     let mut rng = ChaCha8Rng::seed_from_u64(shape.seed);
@@ -75,13 +81,20 @@ pub fn training_step(shape: &TrainingStep) -> Problem {
     let channels: Vec<ResourceId> = (0..shape.channels)
         .map(|c| b.resource(if c == 0 { "intra-node" } else { "inter-node" }, 1))
         .collect();
-    let op = |b: &mut ProblemBuilder, rng: &mut ChaCha8Rng, name: String, on: ResourceId, range: (Time, Time)| {
+    let op = |b: &mut ProblemBuilder,
+              rng: &mut ChaCha8Rng,
+              name: String,
+              on: ResourceId,
+              range: (Time, Time)| {
         let a = b.activity(name, rng.random_range(range.0..=range.1));
         b.demand(a, on, 1);
         a
     };
     // A chain of compute ops after `first_needs`; returns its last op.
-    let chain = |b: &mut ProblemBuilder, rng: &mut ChaCha8Rng, prefix: String, first_needs: &[ActivityId]| {
+    let chain = |b: &mut ProblemBuilder,
+                 rng: &mut ChaCha8Rng,
+                 prefix: String,
+                 first_needs: &[ActivityId]| {
         let ops = rng.random_range(shape.min_ops..=shape.max_ops);
         let mut last: Option<ActivityId> = None;
         for k in 0..ops {
@@ -100,12 +113,24 @@ pub fn training_step(shape: &TrainingStep) -> Problem {
     let mut ready: Vec<Option<ActivityId>> = vec![None; m];
     let mut forward_out = vec![vec![ActivityId(0); m]; shape.layers];
     for (l, outputs) in forward_out.iter_mut().enumerate() {
-        let gather = op(&mut b, &mut rng, format!("L{l}.all-gather"), channels[0], COMM);
+        let gather = op(
+            &mut b,
+            &mut rng,
+            format!("L{l}.all-gather"),
+            channels[0],
+            COMM,
+        );
         for mb in 0..m {
             let mut needs = vec![gather];
             needs.extend(ready[mb]);
             let last = chain(&mut b, &mut rng, format!("L{l}.mb{mb}.fwd"), &needs);
-            let reduce = op(&mut b, &mut rng, format!("L{l}.mb{mb}.all-reduce"), channels[0], COMM);
+            let reduce = op(
+                &mut b,
+                &mut rng,
+                format!("L{l}.mb{mb}.all-reduce"),
+                channels[0],
+                COMM,
+            );
             b.precedence(last, reduce);
             outputs[mb] = reduce;
             ready[mb] = Some(reduce);
@@ -121,11 +146,23 @@ pub fn training_step(shape: &TrainingStep) -> Problem {
             outs.push(last);
         }
         let channel = channels[l % channels.len()];
-        let gradient = op(&mut b, &mut rng, format!("L{l}.reduce-scatter"), channel, COMM);
+        let gradient = op(
+            &mut b,
+            &mut rng,
+            format!("L{l}.reduce-scatter"),
+            channel,
+            COMM,
+        );
         for &o in &outs {
             b.precedence(o, gradient);
         }
-        let step = op(&mut b, &mut rng, format!("L{l}.optimizer"), compute, (5_000, 50_000));
+        let step = op(
+            &mut b,
+            &mut rng,
+            format!("L{l}.optimizer"),
+            compute,
+            (5_000, 50_000),
+        );
         b.precedence(gradient, step);
     }
     b.build().expect("the generator builds a valid DAG")

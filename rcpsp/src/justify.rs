@@ -86,7 +86,10 @@ impl<'p> Justifier<'p> {
             self.sort_list();
             let fwd = forward.serial(&self.list);
             generated += 1;
-            debug_assert!(fwd <= back && back <= makespan, "justification never lengthens");
+            debug_assert!(
+                fwd <= back && back <= makespan,
+                "justification never lengthens"
+            );
             if fwd >= makespan {
                 makespan = fwd;
                 break;

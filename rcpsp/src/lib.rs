@@ -40,8 +40,8 @@
 //! ```
 
 pub mod bounds;
-pub mod generate;
 mod check;
+pub mod generate;
 pub mod io;
 mod justify;
 pub mod oddeven;
@@ -57,9 +57,9 @@ pub mod temporal;
 
 pub use bounds::{lower_bound, BoundKind, LowerBound};
 pub use check::{check, Violation, Violations};
+pub use io::{read_problem, ReadError};
 pub use justify::justify;
 pub use oddeven::{OddEven, OddEvenConfig, OddEvenReport, RoundReport};
-pub use io::{read_problem, ReadError};
 pub use problem::{
     Activity, ActivityId, Arc, Precedence, Problem, ProblemBuilder, ProblemError, Resource,
     ResourceId, Time,

@@ -206,7 +206,8 @@ impl OddEven {
                     rounds.push(report(round, &state, bound, windows, improved, began));
                     break 'rounds;
                 }
-                let (w, i) = pool.install(|| self.pass(problem, &mut state, offset, limits, &clock));
+                let (w, i) =
+                    pool.install(|| self.pass(problem, &mut state, offset, limits, &clock));
                 windows += w;
                 improved += i;
             }
@@ -214,7 +215,11 @@ impl OddEven {
             if state.makespan <= bound.value {
                 break;
             }
-            stale = if state.makespan < before { 0 } else { stale + 1 };
+            stale = if state.makespan < before {
+                0
+            } else {
+                stale + 1
+            };
             if improved == 0 || stale >= self.config.patience {
                 reason = StopReason::Exhausted;
                 break;
@@ -242,7 +247,12 @@ impl OddEven {
     }
 
     /// The starting schedule: a short `sgs` run.
-    fn start(&self, problem: &Problem, limits: &Limits, clock: &Clock) -> Result<Schedule, SolveError> {
+    fn start(
+        &self,
+        problem: &Problem,
+        limits: &Limits,
+        clock: &Clock,
+    ) -> Result<Schedule, SolveError> {
         let share = clock.remaining().map(|d| {
             d.mul_f64(self.config.start_time_share.clamp(0.0, 1.0))
                 .max(Duration::from_millis(1))
@@ -273,7 +283,14 @@ impl OddEven {
     }
 
     /// One pass at `offset`; returns (windows solved, windows whose change was kept).
-    fn pass<'p>(&self, problem: &'p Problem, state: &mut State<'p>, offset: usize, limits: &Limits, clock: &Clock) -> (usize, usize) {
+    fn pass<'p>(
+        &self,
+        problem: &'p Problem,
+        state: &mut State<'p>,
+        offset: usize,
+        limits: &Limits,
+        clock: &Clock,
+    ) -> (usize, usize) {
         let n = problem.len();
         let width = 2 * self.config.block;
         let ranges: Vec<(usize, usize)> = (offset..n)
@@ -289,7 +306,9 @@ impl OddEven {
         let moves: Vec<Option<Vec<(ActivityId, Time)>>> = ranges
             .par_iter()
             .map(|&(a, b)| {
-                if clock.remaining().is_some_and(|left| left < reserve) || clock.should_stop().is_some() {
+                if clock.remaining().is_some_and(|left| left < reserve)
+                    || clock.should_stop().is_some()
+                {
                     return None;
                 }
                 Window::build(problem, shared, &index, a, b)?.solve(
@@ -307,7 +326,14 @@ impl OddEven {
     }
 }
 
-fn report(round: usize, state: &State<'_>, bound: LowerBound, windows: usize, improved: usize, began: Instant) -> RoundReport {
+fn report(
+    round: usize,
+    state: &State<'_>,
+    bound: LowerBound,
+    windows: usize,
+    improved: usize,
+    began: Instant,
+) -> RoundReport {
     RoundReport {
         round,
         makespan: state.makespan,
@@ -415,7 +441,12 @@ impl<'p> State<'p> {
 
     /// Applies the windows' new starts together if the makespan does not get worse, else
     /// halves of them (up to `depth` levels); returns how many windows were kept.
-    fn apply(&mut self, problem: &'p Problem, moves: &[Vec<(ActivityId, Time)>], depth: usize) -> usize {
+    fn apply(
+        &mut self,
+        problem: &'p Problem,
+        moves: &[Vec<(ActivityId, Time)>],
+        depth: usize,
+    ) -> usize {
         if moves.is_empty() {
             return 0;
         }
@@ -494,7 +525,13 @@ struct Window {
 impl Window {
     /// The sub-problem of positions `[a, b)` (see the module docs); `None` when coarse time
     /// leaves some activity no room.
-    fn build(problem: &Problem, state: &State<'_>, index: &TimeIndex, a: usize, b: usize) -> Option<Self> {
+    fn build(
+        problem: &Problem,
+        state: &State<'_>,
+        index: &TimeIndex,
+        a: usize,
+        b: usize,
+    ) -> Option<Self> {
         let starts = state.decoder.starts();
         let makespan = state.makespan;
         let members: Vec<ActivityId> = state.order[a..b].to_vec();
@@ -623,7 +660,12 @@ impl Window {
 
     /// Solves the window; returns its members' new starts (real time) if the sink moved
     /// earlier.
-    fn solve(&self, inner: &dyn Solver, limits: &Limits, window_limit: Duration) -> Option<Vec<(ActivityId, Time)>> {
+    fn solve(
+        &self,
+        inner: &dyn Solver,
+        limits: &Limits,
+        window_limit: Duration,
+    ) -> Option<Vec<(ActivityId, Time)>> {
         let time = window_limit;
         let outcome = inner
             .solve(
@@ -679,7 +721,15 @@ mod tests {
     #[test]
     fn never_worse_than_its_start_and_always_checked() {
         let p = training_step(&TrainingStep::with_size(300, 2, 3));
-        let report = driver(8).run(&p, &Limits { threads: 2, ..Limits::default() }).unwrap();
+        let report = driver(8)
+            .run(
+                &p,
+                &Limits {
+                    threads: 2,
+                    ..Limits::default()
+                },
+            )
+            .unwrap();
         let schedule = report.outcome.schedule.as_ref().unwrap();
         let m = check(&p, schedule).unwrap();
         assert_eq!(Some(m), report.outcome.makespan);
@@ -687,7 +737,10 @@ mod tests {
         assert!(report.bound.value <= m);
         assert!(!report.rounds.is_empty());
         for pair in report.rounds.windows(2) {
-            assert!(pair[1].makespan <= pair[0].makespan, "rounds never get worse");
+            assert!(
+                pair[1].makespan <= pair[0].makespan,
+                "rounds never get worse"
+            );
         }
         assert_eq!(report.outcome.solver, "sgs+oddeven");
     }
@@ -704,7 +757,11 @@ mod tests {
     #[test]
     fn a_starting_schedule_is_used_and_validated() {
         let p = training_step(&TrainingStep::with_size(200, 1, 5));
-        let start = Heuristic::default().solve(&p, &Limits::default()).unwrap().schedule.unwrap();
+        let start = Heuristic::default()
+            .solve(&p, &Limits::default())
+            .unwrap()
+            .schedule
+            .unwrap();
         let report = driver(8)
             .run(&p, &Limits::default().initial(start.clone()))
             .unwrap();

@@ -111,7 +111,9 @@ pub fn priorities(problem: &Problem, rule: Rule, rng: &mut impl Rng) -> Vec<i64>
             })
             .collect(),
         Rule::Spt => problem.ids().map(|a| problem.duration(a)).collect(),
-        Rule::RandomKeys => (0..n).map(|_| rng.random_range(0..i64::from(u32::MAX))).collect(),
+        Rule::RandomKeys => (0..n)
+            .map(|_| rng.random_range(0..i64::from(u32::MAX)))
+            .collect(),
     }
 }
 
@@ -171,7 +173,10 @@ pub fn total_successors(problem: &Problem) -> Vec<usize> {
 /// by index).
 pub fn list_from_priorities(problem: &Problem, values: &[i64]) -> Vec<ActivityId> {
     let n = problem.len();
-    let mut waiting: Vec<usize> = problem.ids().map(|a| problem.predecessors(a).len()).collect();
+    let mut waiting: Vec<usize> = problem
+        .ids()
+        .map(|a| problem.predecessors(a).len())
+        .collect();
     let mut heap: BinaryHeap<Reverse<(i64, usize)>> = problem
         .ids()
         .filter(|a| waiting[a.index()] == 0)
@@ -218,7 +223,12 @@ impl Sampler {
         self.eligible
             .extend((0..problem.len()).filter(|&i| self.waiting[i] == 0));
         while !self.eligible.is_empty() {
-            let worst = self.eligible.iter().map(|&i| values[i]).max().expect("non-empty");
+            let worst = self
+                .eligible
+                .iter()
+                .map(|&i| values[i])
+                .max()
+                .expect("non-empty");
             self.weights.clear();
             self.weights.extend(
                 self.eligible
@@ -249,7 +259,12 @@ impl Sampler {
 }
 
 /// One regret-biased random activity list (see the module docs).
-pub fn sample_list(problem: &Problem, values: &[i64], alpha: f64, rng: &mut impl Rng) -> Vec<ActivityId> {
+pub fn sample_list(
+    problem: &Problem,
+    values: &[i64],
+    alpha: f64,
+    rng: &mut impl Rng,
+) -> Vec<ActivityId> {
     let mut list = Vec::with_capacity(problem.len());
     Sampler::default().sample_list(problem, values, alpha, rng, &mut list);
     list
@@ -297,7 +312,13 @@ mod tests {
         let v = priorities(&p, Rule::Mts, &mut rng);
         assert_eq!(
             list_from_priorities(&p, &v),
-            vec![ActivityId(0), ActivityId(2), ActivityId(1), ActivityId(3), ActivityId(4)]
+            vec![
+                ActivityId(0),
+                ActivityId(2),
+                ActivityId(1),
+                ActivityId(3),
+                ActivityId(4)
+            ]
         );
     }
 }

@@ -405,8 +405,7 @@ impl Problem {
         for p in &self.precedences {
             b.precedence_with_lag(p.to, p.from, p.lag);
         }
-        b.build()
-            .expect("reversing a valid problem keeps it valid")
+        b.build().expect("reversing a valid problem keeps it valid")
     }
 }
 
@@ -543,7 +542,10 @@ impl ProblemBuilder {
                     index: i,
                 });
             }
-            if resource_index.insert(r.name.clone(), ResourceId(i)).is_some() {
+            if resource_index
+                .insert(r.name.clone(), ResourceId(i))
+                .is_some()
+            {
                 return Err(ProblemError::DuplicateResource {
                     name: r.name.clone(),
                 });
@@ -580,7 +582,10 @@ impl ProblemBuilder {
                 });
             }
             if let Some(deadline) = a.deadline {
-                if a.release.checked_add(a.duration).is_none_or(|f| f > deadline) {
+                if a.release
+                    .checked_add(a.duration)
+                    .is_none_or(|f| f > deadline)
+                {
                     return Err(ProblemError::EmptyTimeWindow {
                         activity: a.name.clone(),
                         release: a.release,
@@ -604,22 +609,29 @@ impl ProblemBuilder {
                 name: format!("#{}", id.0),
                 context: context(),
             }),
-            ActivityRef::Name(name) => by_name.get(name).copied().ok_or_else(|| {
-                ProblemError::UnknownActivity {
-                    name: name.clone(),
-                    context: context(),
-                }
-            }),
+            ActivityRef::Name(name) => {
+                by_name
+                    .get(name)
+                    .copied()
+                    .ok_or_else(|| ProblemError::UnknownActivity {
+                        name: name.clone(),
+                        context: context(),
+                    })
+            }
         };
         for (activity, resource, amount) in &self.demands {
             let resource_text = || match resource {
                 ResourceRef::Id(id) => format!("#{}", id.0),
                 ResourceRef::Name(name) => name.clone(),
             };
-            let aid = resolve(activity, &|| format!("a demand for resource `{}`", resource_text()))?;
+            let aid = resolve(activity, &|| {
+                format!("a demand for resource `{}`", resource_text())
+            })?;
             let rid = match resource {
                 ResourceRef::Id(id) if id.0 < nr => *id,
-                ResourceRef::Name(name) if resource_index.contains_key(name) => resource_index[name],
+                ResourceRef::Name(name) if resource_index.contains_key(name) => {
+                    resource_index[name]
+                }
                 _ => {
                     return Err(ProblemError::UnknownResource {
                         name: resource_text(),
@@ -675,12 +687,14 @@ impl ProblemBuilder {
 
         let (pred_start, preds) = csr(n, precedences.iter().map(|p| (p.to, p.from, p.lag)));
         let (succ_start, succs) = csr(n, precedences.iter().map(|p| (p.from, p.to, p.lag)));
-        let topo = topological_order(n, &pred_start, &preds, &succ_start, &succs)
-            .map_err(|cycle| ProblemError::Cycle {
-                activities: cycle
-                    .into_iter()
-                    .map(|a| activities[a.0].name.clone())
-                    .collect(),
+        let topo =
+            topological_order(n, &pred_start, &preds, &succ_start, &succs).map_err(|cycle| {
+                ProblemError::Cycle {
+                    activities: cycle
+                        .into_iter()
+                        .map(|a| activities[a.0].name.clone())
+                        .collect(),
+                }
             })?;
 
         let mut load_start = Vec::with_capacity(n + 1);
@@ -790,7 +804,10 @@ fn topological_order(
             .find(|&p| indegree[p] > 0)
             .expect("an unsorted activity has an unsorted predecessor");
     }
-    let mut cycle: Vec<ActivityId> = walk[seen_at[cur]..].iter().map(|&i| ActivityId(i)).collect();
+    let mut cycle: Vec<ActivityId> = walk[seen_at[cur]..]
+        .iter()
+        .map(|&i| ActivityId(i))
+        .collect();
     // The walk went backwards along arcs; report the cycle in arc direction.
     cycle.reverse();
     Err(cycle)

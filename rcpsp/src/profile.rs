@@ -165,7 +165,12 @@ impl Steps {
 
     /// End of the last segment overlapping `[t, t + duration)` whose usage exceeds `limit`,
     /// if any.
-    fn last_conflict_end(map: &BTreeMap<Time, u32>, limit: u32, t: Time, duration: Time) -> Option<Time> {
+    fn last_conflict_end(
+        map: &BTreeMap<Time, u32>,
+        limit: u32,
+        t: Time,
+        duration: Time,
+    ) -> Option<Time> {
         let end = t + duration;
         let first = map.range(..=t).next_back().map_or(t, |(&k, _)| k);
         let mut iter = map.range(first..).peekable();
@@ -238,7 +243,10 @@ impl Profile for Steps {
     }
 
     fn free_at(&self, r: ResourceId, t: Time) -> u32 {
-        let used = self.usage[r.0].range(..=t).next_back().map_or(0, |(_, &u)| u);
+        let used = self.usage[r.0]
+            .range(..=t)
+            .next_back()
+            .map_or(0, |(_, &u)| u);
         self.caps[r.0] - used
     }
 }
@@ -276,14 +284,24 @@ impl Gaps {
     fn insert(&mut self, r: usize, start: Time, end: Time) {
         if end > start {
             self.free[r].insert(start, end);
-            let length = if end == Time::MAX { Time::MAX } else { end - start };
+            let length = if end == Time::MAX {
+                Time::MAX
+            } else {
+                end - start
+            };
             self.classes[r][class(length)].insert(start);
         }
     }
 
     fn delete(&mut self, r: usize, start: Time) -> Time {
-        let end = self.free[r].remove(&start).expect("a free interval starts here");
-        let length = if end == Time::MAX { Time::MAX } else { end - start };
+        let end = self.free[r]
+            .remove(&start)
+            .expect("a free interval starts here");
+        let length = if end == Time::MAX {
+            Time::MAX
+        } else {
+            end - start
+        };
         self.classes[r][class(length)].remove(&start);
         end
     }
@@ -453,7 +471,9 @@ mod tests {
         // Random placements on two unit resources: every query answered the same way.
         let mut seed: u64 = 7;
         let mut next = |m: u64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 33) % m
         };
         let mut gaps = Gaps::new(2);

@@ -12,8 +12,15 @@ use crate::solver::Solver;
 type Make = Box<dyn Fn() -> Box<dyn Solver> + Send + Sync>;
 
 enum Entry {
-    Available { description: String, make: Make },
-    Missing { description: String, feature: String, crate_name: String },
+    Available {
+        description: String,
+        make: Make,
+    },
+    Missing {
+        description: String,
+        feature: String,
+        crate_name: String,
+    },
 }
 
 /// One line of [`Registry::list`].
@@ -99,7 +106,13 @@ impl Registry {
     }
 
     /// Registers a solver that exists behind a cargo feature not enabled in this build.
-    pub fn register_missing(&mut self, name: &str, description: &str, crate_name: &str, feature: &str) {
+    pub fn register_missing(
+        &mut self,
+        name: &str,
+        description: &str,
+        crate_name: &str,
+        feature: &str,
+    ) {
         self.entries.insert(
             name.to_owned(),
             Entry::Missing {
@@ -115,7 +128,9 @@ impl Registry {
         match self.entries.get(name) {
             Some(Entry::Available { make, .. }) => Ok(make()),
             Some(Entry::Missing {
-                feature, crate_name, ..
+                feature,
+                crate_name,
+                ..
             }) => Err(RegistryError::NotCompiled {
                 name: name.to_owned(),
                 feature: feature.clone(),
@@ -163,7 +178,9 @@ mod tests {
         assert_eq!(r.get("sgs").unwrap().name(), "sgs");
         let err = r.get("highs").err().unwrap();
         assert!(err.to_string().contains("`highs`"), "{err}");
-        assert!(matches!(err, RegistryError::NotCompiled { ref feature, .. } if feature == "highs"));
+        assert!(
+            matches!(err, RegistryError::NotCompiled { ref feature, .. } if feature == "highs")
+        );
         let err = r.get("gurobi").err().unwrap();
         assert!(err.to_string().contains("highs, sgs"), "{err}");
     }

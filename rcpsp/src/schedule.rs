@@ -72,7 +72,13 @@ impl Schedule {
             rank[a.index()] = k;
         }
         let mut order: Vec<ActivityId> = problem.ids().collect();
-        order.sort_by_key(|&a| (self.starts[a.0], self.starts[a.0] + problem.duration(a), rank[a.0]));
+        order.sort_by_key(|&a| {
+            (
+                self.starts[a.0],
+                self.starts[a.0] + problem.duration(a),
+                rank[a.0],
+            )
+        });
         order
     }
 

@@ -198,11 +198,13 @@ impl<'p> Search<'p> {
         limits: &Limits,
         clock: &'p Clock,
     ) -> Self {
-        let budget = config.max_schedules.unwrap_or(if limits.time_limit.is_some() {
-            u64::MAX
-        } else {
-            DEFAULT_SCHEDULE_BUDGET
-        });
+        let budget = config
+            .max_schedules
+            .unwrap_or(if limits.time_limit.is_some() {
+                u64::MAX
+            } else {
+                DEFAULT_SCHEDULE_BUDGET
+            });
         let mut rng = ChaCha8Rng::seed_from_u64(limits.seed);
         let lft = priorities(problem, Rule::Lft, &mut rng);
         Self {
@@ -238,10 +240,18 @@ impl<'p> Search<'p> {
     /// best on-time schedule, and returns its cost: (lateness, makespan).
     fn finish_schedule(&mut self) -> Cost {
         self.generated += 1;
-        let rounds = if self.windows { 0 } else { self.config.justify_rounds };
+        let rounds = if self.windows {
+            0
+        } else {
+            self.config.justify_rounds
+        };
         let (m, generated) = self.justifier.justify(&mut self.forward, rounds);
         self.generated += generated;
-        let late = if self.windows { self.forward.lateness() } else { 0 };
+        let late = if self.windows {
+            self.forward.lateness()
+        } else {
+            0
+        };
         if late == 0 && m < self.best {
             self.best = m;
             self.best_starts.clear();
@@ -345,8 +355,13 @@ impl<'p> Search<'p> {
     fn fill(&mut self, population: &mut Vec<Individual>, size: usize) -> Option<Stop> {
         let mut list = Vec::with_capacity(self.problem.len());
         while population.len() < size {
-            self.sampler
-                .sample_list(self.problem, &self.lft, self.config.alpha, &mut self.rng, &mut list);
+            self.sampler.sample_list(
+                self.problem,
+                &self.lft,
+                self.config.alpha,
+                &mut self.rng,
+                &mut list,
+            );
             let ind = self.individual(list.clone());
             if !population.iter().any(|p| p.key == ind.key) {
                 population.push(ind);
@@ -403,7 +418,12 @@ impl<'p> Search<'p> {
         for k in 0..list.len() - 1 {
             if self.rng.random_bool(self.config.mutation) {
                 let (a, b) = (list[k], list[k + 1]);
-                if !self.problem.successors(a).iter().any(|arc| arc.activity == b) {
+                if !self
+                    .problem
+                    .successors(a)
+                    .iter()
+                    .any(|arc| arc.activity == b)
+                {
                     list.swap(k, k + 1);
                 }
             }
@@ -430,7 +450,9 @@ fn crossover(
     }
     let mut from_second = second.iter();
     while child.len() < q2 {
-        let a = *from_second.next().expect("second parent holds every activity");
+        let a = *from_second
+            .next()
+            .expect("second parent holds every activity");
         if !taken[a.index()] {
             child.push(a);
             taken[a.index()] = true;
@@ -457,7 +479,9 @@ mod tests {
         let mut b = ProblemBuilder::new();
         let r = b.resource("r", 3);
         let s = b.resource("s", 2);
-        let ids: Vec<_> = (0..12).map(|k| b.activity(format!("a{k}"), 1 + (k * 7 % 5) as Time)).collect();
+        let ids: Vec<_> = (0..12)
+            .map(|k| b.activity(format!("a{k}"), 1 + (k * 7 % 5) as Time))
+            .collect();
         for (k, &a) in ids.iter().enumerate() {
             b.demand(a, r, 1 + (k % 3) as u32);
             b.demand(a, s, (k % 2) as u32 + 1);

@@ -171,7 +171,10 @@ impl<'p> Decoder<'p> {
             profile: AnyProfile::for_problem(problem),
             starts: vec![0; problem.len()],
             makespan: 0,
-            pinned: problem.ids().filter(|&a| problem.activity(a).is_pinned()).collect(),
+            pinned: problem
+                .ids()
+                .filter(|&a| problem.activity(a).is_pinned())
+                .collect(),
             waiting: vec![0; problem.len()],
             release: vec![0; problem.len()],
         }
@@ -222,22 +225,41 @@ impl<'p> Decoder<'p> {
     /// Serial SGS over a precedence-feasible list; returns the makespan.
     pub(crate) fn serial(&mut self, list: &[ActivityId]) -> Time {
         match &mut self.profile {
-            AnyProfile::Indexed(p) => {
-                serial_with(self.problem, p, &self.pinned, list, &mut self.starts, &mut self.makespan)
-            }
-            AnyProfile::Steps(p) => {
-                serial_with(self.problem, p, &self.pinned, list, &mut self.starts, &mut self.makespan)
-            }
-            AnyProfile::Gaps(p) => {
-                serial_with(self.problem, p, &self.pinned, list, &mut self.starts, &mut self.makespan)
-            }
+            AnyProfile::Indexed(p) => serial_with(
+                self.problem,
+                p,
+                &self.pinned,
+                list,
+                &mut self.starts,
+                &mut self.makespan,
+            ),
+            AnyProfile::Steps(p) => serial_with(
+                self.problem,
+                p,
+                &self.pinned,
+                list,
+                &mut self.starts,
+                &mut self.makespan,
+            ),
+            AnyProfile::Gaps(p) => serial_with(
+                self.problem,
+                p,
+                &self.pinned,
+                list,
+                &mut self.starts,
+                &mut self.makespan,
+            ),
         }
         self.makespan
     }
 
     /// Parallel SGS with priority values (smaller first); returns the makespan.
     pub(crate) fn parallel(&mut self, priority: &[i64]) -> Time {
-        assert_eq!(priority.len(), self.problem.len(), "one priority per activity");
+        assert_eq!(
+            priority.len(),
+            self.problem.len(),
+            "one priority per activity"
+        );
         let Self {
             problem,
             profile,
@@ -248,9 +270,15 @@ impl<'p> Decoder<'p> {
             ..
         } = self;
         match profile {
-            AnyProfile::Indexed(p) => parallel_with(problem, p, priority, starts, makespan, waiting, release),
-            AnyProfile::Steps(p) => parallel_with(problem, p, priority, starts, makespan, waiting, release),
-            AnyProfile::Gaps(p) => parallel_with(problem, p, priority, starts, makespan, waiting, release),
+            AnyProfile::Indexed(p) => {
+                parallel_with(problem, p, priority, starts, makespan, waiting, release)
+            }
+            AnyProfile::Steps(p) => {
+                parallel_with(problem, p, priority, starts, makespan, waiting, release)
+            }
+            AnyProfile::Gaps(p) => {
+                parallel_with(problem, p, priority, starts, makespan, waiting, release)
+            }
         }
         self.makespan
     }
@@ -356,7 +384,8 @@ fn parallel_with<P: Profile>(
     // Released eligible activities, grouped by the resources they use, each group by
     // priority: a group needing a resource with no free capacity at t is skipped whole.
     let mut groups = Groups::new();
-    let signature = |j: ActivityId| -> Vec<ResourceId> { problem.loads(j).iter().map(|&(r, _)| r).collect() };
+    let signature =
+        |j: ActivityId| -> Vec<ResourceId> { problem.loads(j).iter().map(|&(r, _)| r).collect() };
     // Eligible activities not yet released, by release time.
     let mut pending: BinaryHeap<Reverse<(Time, usize)>> = BinaryHeap::new();
     for j in problem.ids() {
@@ -416,7 +445,9 @@ fn parallel_with<P: Profile>(
             (Some(a), Some(b)) => a.min(b),
             (Some(a), None) => a,
             (None, Some(b)) => b,
-            (None, None) => unreachable!("an unscheduled activity is eligible or waits on one that runs"),
+            (None, None) => {
+                unreachable!("an unscheduled activity is eligible or waits on one that runs")
+            }
         };
     }
     *makespan = end;
@@ -475,7 +506,10 @@ mod tests {
             ActivityList::new(&p, vec![ActivityId(0), ActivityId(0), ActivityId(1)]),
             Err(ListError::Repeated { .. })
         ));
-        assert!(matches!(ActivityList::new(&p, vec![]), Err(ListError::Length { .. })));
+        assert!(matches!(
+            ActivityList::new(&p, vec![]),
+            Err(ListError::Length { .. })
+        ));
         assert!(matches!(
             ActivityList::new(&p, vec![ActivityId(0), ActivityId(1), ActivityId(7)]),
             Err(ListError::OutOfRange { .. })

@@ -332,7 +332,9 @@ pub enum SolveError {
         message: String,
     },
     /// The backend claims a lower bound above a schedule it found: a bug, never a result.
-    #[error("solver `{solver}` claims lower bound {lower_bound} above its own makespan {makespan}")]
+    #[error(
+        "solver `{solver}` claims lower bound {lower_bound} above its own makespan {makespan}"
+    )]
     InconsistentBound {
         /// The solver.
         solver: String,

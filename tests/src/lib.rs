@@ -140,4 +140,3 @@ pub fn brute_force_optimum(p: &Problem) -> (Time, Schedule) {
     extend(p, &mut Vec::new(), &mut vec![false; p.len()], &mut best);
     best.expect("a problem has at least one activity list")
 }
-

@@ -295,7 +295,11 @@ fn sm_cases() -> Vec<Case> {
                 && matches!(f, Failure::Read(ReadError::Syntax { expected, .. })
                     if expected.contains("5 job lines") && expected.contains("REQUESTS/DURATIONS:"))
         },
-        &[&format!("small.sm:{}:1:", line + 1), "5 job lines", "found 3 job line(s)"],
+        &[
+            &format!("small.sm:{}:1:", line + 1),
+            "5 job lines",
+            "found 3 job line(s)",
+        ],
     ));
 
     let (text, _) = sm_edit(

@@ -5,8 +5,8 @@
 
 use concerto_rcpsp::io::{json, problem_to_json, schedule_from_json, schedule_to_json};
 use concerto_rcpsp::{
-    bounds, check, sgs, ActivityList, Heuristic, HeuristicConfig, Limits, Problem,
-    ProblemBuilder, Schedule, Solver, Status, Time, Violation,
+    bounds, check, sgs, ActivityList, Heuristic, HeuristicConfig, Limits, Problem, ProblemBuilder,
+    Schedule, Solver, Status, Time, Violation,
 };
 use concerto_tests::{brute_force_optimum, problems, random_topological_list};
 use proptest::prelude::*;

@@ -84,14 +84,19 @@ fn is_zero(t: &Time) -> bool {
 }
 
 /// A `demands` object in which a resource named twice is an error, not "the last one wins".
-fn unique_demands<'de, D: serde::Deserializer<'de>>(d: D) -> Result<BTreeMap<String, u32>, D::Error> {
+fn unique_demands<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<BTreeMap<String, u32>, D::Error> {
     struct Unique;
     impl<'de> serde::de::Visitor<'de> for Unique {
         type Value = BTreeMap<String, u32>;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
             f.write_str("an object from resource name to demand")
         }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
             let mut out = BTreeMap::new();
             while let Some((name, amount)) = map.next_entry::<String, u32>()? {
                 if out.contains_key(&name) {
@@ -150,7 +155,12 @@ fn json_error(file: &str, e: &serde_json::Error) -> ReadError {
     }
 }
 
-fn check_header(file: &str, format: Option<&str>, version: Option<u32>, expected: &str) -> Result<(), ReadError> {
+fn check_header(
+    file: &str,
+    format: Option<&str>,
+    version: Option<u32>,
+    expected: &str,
+) -> Result<(), ReadError> {
     if let Some(f) = format {
         if f != expected {
             return Err(ReadError::Syntax {
@@ -267,15 +277,21 @@ pub fn schedule_to_json(problem: &Problem, schedule: &Schedule) -> String {
 
 /// Parses a schedule of `problem` from JSON; `file` names it in errors. Every activity must
 /// have exactly one start and every name must be known.
-pub fn schedule_from_json(problem: &Problem, text: &str, file: &str) -> Result<Schedule, ReadError> {
+pub fn schedule_from_json(
+    problem: &Problem,
+    text: &str,
+    file: &str,
+) -> Result<Schedule, ReadError> {
     let sf: ScheduleFile = serde_json::from_str(text).map_err(|e| json_error(file, &e))?;
     check_header(file, sf.format.as_deref(), sf.version, SCHEDULE_FORMAT)?;
     let mut starts: Vec<Option<Time>> = vec![None; problem.len()];
     for e in &sf.starts {
-        let a = problem.find(&e.activity).ok_or_else(|| ReadError::UnknownActivity {
-            file: file.to_owned(),
-            name: e.activity.clone(),
-        })?;
+        let a = problem
+            .find(&e.activity)
+            .ok_or_else(|| ReadError::UnknownActivity {
+                file: file.to_owned(),
+                name: e.activity.clone(),
+            })?;
         if starts[a.index()].replace(e.start).is_some() {
             return Err(ReadError::RepeatedActivity {
                 file: file.to_owned(),
@@ -296,7 +312,9 @@ pub fn schedule_from_json(problem: &Problem, text: &str, file: &str) -> Result<S
             missing,
         });
     }
-    Ok(Schedule::new(starts.into_iter().map(|s| s.unwrap_or(0)).collect()))
+    Ok(Schedule::new(
+        starts.into_iter().map(|s| s.unwrap_or(0)).collect(),
+    ))
 }
 
 /// Reads a schedule file of `problem`.

@@ -20,7 +20,10 @@ pub fn parse(text: &str, file: &str) -> Result<Problem, ReadError> {
     let (r, _) = t.number::<usize>("the number of resources")?;
     let mut capacities = Vec::with_capacity(r);
     for k in 1..=r {
-        capacities.push(t.number::<u32>(&format!("the capacity of resource R{k}"))?.0);
+        capacities.push(
+            t.number::<u32>(&format!("the capacity of resource R{k}"))?
+                .0,
+        );
     }
     // Per activity: duration, demands, successors.
     let mut rows: Vec<(Time, Vec<u32>, Vec<usize>)> = Vec::with_capacity(n);
@@ -28,7 +31,10 @@ pub fn parse(text: &str, file: &str) -> Result<Problem, ReadError> {
         let (d, _) = t.number::<Time>(&format!("the duration of activity {j}"))?;
         let mut demands = Vec::with_capacity(r);
         for k in 1..=r {
-            demands.push(t.number::<u32>(&format!("the demand of activity {j} for R{k}"))?.0);
+            demands.push(
+                t.number::<u32>(&format!("the demand of activity {j} for R{k}"))?
+                    .0,
+            );
         }
         let (count, _) = t.number::<usize>(&format!("the successor count of activity {j}"))?;
         let mut successors = Vec::with_capacity(count);

@@ -93,7 +93,11 @@ fn records<'a>(
     jobs: usize,
     header: &str,
 ) -> Result<Vec<Tokens<'a>>, ReadError> {
-    let data: Vec<(usize, &str)> = section.iter().copied().filter(|(_, l)| is_data(l)).collect();
+    let data: Vec<(usize, &str)> = section
+        .iter()
+        .copied()
+        .filter(|(_, l)| is_data(l))
+        .collect();
     if data.len() != jobs {
         let (line, found) = match data.get(jobs) {
             Some(&(n, l)) => (n, format!("`{}`", l.trim())),
@@ -171,7 +175,11 @@ pub fn parse(text: &str, file: &str) -> Result<Problem, ReadError> {
         .map(|(_, l)| *l)
         .unwrap_or("");
     let mut names: Vec<String> = Vec::new();
-    let words: Vec<&str> = header.split_whitespace().skip_while(|w| *w != "duration").skip(1).collect();
+    let words: Vec<&str> = header
+        .split_whitespace()
+        .skip_while(|w| *w != "duration")
+        .skip(1)
+        .collect();
     let mut k = 0;
     while k < words.len() {
         if words[k].chars().all(|c| c.is_ascii_alphabetic()) && k + 1 < words.len() {
@@ -202,14 +210,18 @@ pub fn parse(text: &str, file: &str) -> Result<Problem, ReadError> {
         }
         let (count, _) = t.number::<usize>("a successor count")?;
         for k in 1..=count {
-            let expected = format!("successor {k} of {count} of job {j} (a job number from 1 to {jobs})");
+            let expected =
+                format!("successor {k} of {count} of job {j} (a job number from 1 to {jobs})");
             let (s, tok) = t.number::<usize>(&expected)?;
             if s == 0 || s > jobs {
                 return Err(t.error_at(tok, &expected));
             }
             successors.push((j, s));
         }
-        end_of_record(t, &format!("the end of job {j}'s line after {count} successors"))?;
+        end_of_record(
+            t,
+            &format!("the end of job {j}'s line after {count} successors"),
+        )?;
     }
 
     // Durations and demands: one job per line.
@@ -228,7 +240,10 @@ pub fn parse(text: &str, file: &str) -> Result<Problem, ReadError> {
             let (q, _) = t.number::<u32>(&format!("the demand of job {j} for {name}"))?;
             demands[j - 1][r] = q;
         }
-        end_of_record(t, &format!("the end of job {j}'s line after {renewable} demands"))?;
+        end_of_record(
+            t,
+            &format!("the end of job {j}'s line after {renewable} demands"),
+        )?;
     }
 
     // Capacities.
@@ -286,7 +301,10 @@ pub struct Reference {
 /// `upper_bound` and `optimal` (`yes`/`no`/`true`/`false`/`1`/`0`) are required,
 /// `critical_path_lb` is optional, others are ignored. Returns the rows in file order.
 pub fn parse_reference(text: &str, file: &str) -> Result<Vec<Reference>, ReadError> {
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or_else(|| ReadError::Syntax {
         file: file.to_owned(),
         line: 1,
@@ -324,9 +342,8 @@ pub fn parse_reference(text: &str, file: &str) -> Result<Vec<Reference>, ReadErr
                 found: "end of line".into(),
             })
         };
-        let column_of = |c: usize| -> usize {
-            cells[..c].iter().map(|s| s.len() + 1).sum::<usize>() + 1
-        };
+        let column_of =
+            |c: usize| -> usize { cells[..c].iter().map(|s| s.len() + 1).sum::<usize>() + 1 };
         let number = |c: usize, what: &str| -> Result<Time, ReadError> {
             let s = cell(c, what)?;
             s.parse().map_err(|_| ReadError::Syntax {

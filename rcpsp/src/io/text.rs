@@ -72,7 +72,10 @@ impl<'a> Tokens<'a> {
     }
 
     /// The next token parsed as `T`.
-    pub(crate) fn number<T: std::str::FromStr>(&mut self, expected: &str) -> Result<(T, Token<'a>), ReadError> {
+    pub(crate) fn number<T: std::str::FromStr>(
+        &mut self,
+        expected: &str,
+    ) -> Result<(T, Token<'a>), ReadError> {
         let t = self.next(expected)?;
         t.text
             .parse::<T>()
