@@ -1,0 +1,828 @@
+//! MILP backends through good_lp: the same two formulations solved by microlp (pure Rust),
+//! HiGHS or CBC.
+//!
+//! # Formulations
+//! - **Time-indexed** ([`Formulation::TimeIndexed`], module `time_indexed`): per activity and
+//!   possible start time within `[ES_j, LS_j]` for the horizon `T` (the incumbent's makespan)
+//!   a step binary "started by `t`"; precedences with the LP strength of the disaggregated form
+//!   of Christofides, Alvarez-Valdes & Tamarit (EJOR 29, 1987), tighter than the aggregated one
+//!   of Pritsker, Watters & Wolfe (1969), at 2 nonzeros a row; one resource row per resource and
+//!   time. Size grows with the horizon: `sum (LS_j - ES_j)` binaries.
+//! - **Sequencing with resource flows** ([`Formulation::Sequencing`], module `sequencing`):
+//!   integer starts, a binary `y[i][j]` ("`i` finishes before `j` starts") per pair of
+//!   activities that share a resource and are not ordered by precedences, and per resource a
+//!   flow of units from activity to activity (Artigues, Michelon & Reusser, EJOR 149, 2003).
+//!   Size `O(n^2 R)`, independent of the horizon.
+//!
+//! [`Formulation::Auto`] takes the time-indexed form while it has at most
+//! [`MilpConfig::max_time_indexed_binaries`] binaries, the sequencing form otherwise.
+//!
+//! # Solve
+//! The `sgs` heuristic first gives an incumbent (a small budget), which sets the horizon and
+//! is passed to the MILP as a complete warm start; a MILP answer that fails the independent
+//! [`check`] is an error. Every variable of both formulations is
+//! bounded, so a backend's "unbounded or infeasible" can only mean infeasible.
+//!
+//! # Backends
+//! | backend | time limit | threads | dual bound | warm start |
+//! |---|---|---|---|---|
+//! | microlp | wall clock | 1 | `stats().best_bound` | complete hint (ignored if infeasible) |
+//! | HiGHS | `time_limit` (wall clock) | `threads` option | `mip_dual_bound` | `set_solution` |
+//! | CBC | `seconds` with `timeMode=elapsed` | `threads` | `best_possible_value` | none: horizon = incumbent - 1 |
+//!
+//! CBC 2.10.8's `Cbc_setInitialSolution` (what good_lp's warm start calls) makes CBC return
+//! fractional values as "optimal": minimising `m` with binaries `x + y >= 1.5`, `x + y <= m`
+//! and the start `x = y = 1` returned `x = 0.5, m = 1.5`. So CBC gets no warm start; its model
+//! asks for a strictly better schedule (horizon = incumbent - 1), where "infeasible" proves the
+//! incumbent optimal.
+//!
+//! # Deadlines
+//! microlp and CBC check their clocks only between phases: on j6013_1 (62 activities) with a
+//! 1 s limit, microlp's root LP ran 2.3 s and CBC's preprocessing 4.2 s. So a backend runs on
+//! a worker thread and the solve stops waiting for it at the deadline (or when cancelled),
+//! returning the incumbent and the bounds proven so far; the abandoned run ends at the
+//! backend's own limit shortly after, and its answer is dropped. It still uses a core until
+//! then (and, for CBC, the CBC mutex).
+//!
+//! CBC keeps global state: with the `cbc` feature this crate enables good_lp's
+//! `singlethread-cbc`, a global mutex that serialises every CBC solve in the process
+//! (concurrent solves without it returned wrong objective values with no error, see
+//! `shared/BACKENDS.md`). Concurrent CBC solves are therefore safe but run one at a time.
+
+mod sequencing;
+mod time_indexed;
+
+#[cfg(feature = "cbc")]
+mod cbc;
+#[cfg(feature = "highs")]
+mod highs;
+#[cfg(feature = "microlp")]
+mod microlp;
+
+use std::time::Duration;
+
+use concerto_rcpsp::{
+    check, lower_bound, verified, Clock, Heuristic, HeuristicConfig, Limits, Outcome, Problem,
+    Schedule, SolveError, Solver, Status, StopReason, Time,
+};
+use good_lp::{Constraint, Expression, ProblemVariables, Variable};
+
+/// Which MILP solver runs the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Backend {
+    /// microlp, pure Rust.
+    #[cfg(feature = "microlp")]
+    Microlp,
+    /// HiGHS, built from C++.
+    #[cfg(feature = "highs")]
+    Highs,
+    /// CBC, the system library, serialised by a global mutex.
+    #[cfg(feature = "cbc")]
+    Cbc,
+}
+
+impl Backend {
+    /// Whether the backend honours a warm start (see the module docs for CBC).
+    fn takes_warm_start(self) -> bool {
+        match self {
+            #[cfg(feature = "microlp")]
+            Backend::Microlp => true,
+            #[cfg(feature = "highs")]
+            Backend::Highs => true,
+            #[cfg(feature = "cbc")]
+            Backend::Cbc => false,
+        }
+    }
+
+    /// The name the solver is registered under.
+    pub fn name(self) -> &'static str {
+        match self {
+            #[cfg(feature = "microlp")]
+            Backend::Microlp => "microlp",
+            #[cfg(feature = "highs")]
+            Backend::Highs => "highs",
+            #[cfg(feature = "cbc")]
+            Backend::Cbc => "cbc",
+        }
+    }
+}
+
+/// Which formulation to build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Formulation {
+    /// Time-indexed when small enough, else sequencing (see the module docs).
+    #[default]
+    Auto,
+    /// Time-indexed with disaggregated precedences.
+    TimeIndexed,
+    /// Sequencing with resource flows.
+    Sequencing,
+}
+
+/// Configuration of a MILP solve.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MilpConfig {
+    /// The formulation.
+    pub formulation: Formulation,
+    /// Largest number of start binaries for which [`Formulation::Auto`] picks the
+    /// time-indexed form.
+    pub max_time_indexed_binaries: usize,
+    /// Relative gap `(incumbent - bound) / incumbent` at which to stop (0: prove optimality).
+    pub mip_gap: f64,
+    /// Schedules the `sgs` heuristic may generate for the incumbent and warm start.
+    pub heuristic_schedules: u64,
+    /// Largest share of the time limit the heuristic may use.
+    pub heuristic_time_share: f64,
+    /// Clique rows in the time-indexed form (see `time_indexed`). Measured at 30 s: HiGHS
+    /// proves j309_1 in 6.8 s and j3021_1 in 4.2 s with them, neither without; CBC's bound on
+    /// j3021_1 rises from 68 to 78; microlp's time on random 10-activity instances falls from
+    /// 78.6 s to 9.8 s in all.
+    pub clique_rows: bool,
+}
+
+impl Default for MilpConfig {
+    fn default() -> Self {
+        Self {
+            formulation: Formulation::Auto,
+            max_time_indexed_binaries: 20_000,
+            mip_gap: 0.0,
+            heuristic_schedules: 5_000,
+            heuristic_time_share: 0.1,
+            clique_rows: true,
+        }
+    }
+}
+
+/// A MILP solver: one [`Backend`] and a [`MilpConfig`].
+#[derive(Clone, Debug)]
+pub struct Milp {
+    /// The backend.
+    pub backend: Backend,
+    /// The configuration.
+    pub config: MilpConfig,
+}
+
+impl Milp {
+    /// A solver with the default configuration.
+    pub fn new(backend: Backend) -> Self {
+        Self {
+            backend,
+            config: MilpConfig::default(),
+        }
+    }
+
+    /// A solver with a configuration.
+    pub fn with_config(backend: Backend, config: MilpConfig) -> Self {
+        Self { backend, config }
+    }
+}
+
+/// A model ready for a backend: variables (with warm-start values when there is an
+/// incumbent), the objective (the makespan variable), and the rows. A backend consumes it.
+#[derive(Clone)]
+pub(crate) struct Model {
+    pub(crate) vars: ProblemVariables,
+    pub(crate) objective: Variable,
+    pub(crate) constraints: Vec<Constraint>,
+    /// Every variable, in creation order (good_lp's index order).
+    pub(crate) all: Vec<Variable>,
+    /// Warm-start value of every variable, by index (meaningful when `warm`).
+    pub(crate) initial: Vec<f64>,
+    /// Whether every variable has a warm-start value.
+    pub(crate) warm: bool,
+}
+
+/// The step variables of one activity: `(ES, LS, [(t, position of Z(t))])`.
+pub(crate) type Steps = (Time, Time, Vec<(Time, usize)>);
+
+/// How a formulation encodes start times, by variable position (creation order).
+pub(crate) enum StartsFrom {
+    /// One integer variable per activity.
+    Variables(Vec<usize>),
+    /// Per activity `(ES, LS, [(t, Z(t))])`: the start is the first `t` with `Z(t) = 1`, or
+    /// `LS` if none.
+    Steps(Vec<Steps>),
+}
+
+/// What a backend reports, before interpretation.
+#[derive(Debug)]
+pub(crate) struct RawResult {
+    pub(crate) status: RawStatus,
+    /// Values of all variables by index, when the backend has a solution.
+    pub(crate) values: Option<Vec<f64>>,
+    /// The proven bound on the objective, when the backend gives one.
+    pub(crate) bound: Option<f64>,
+    /// Branch-and-bound nodes.
+    pub(crate) nodes: u64,
+}
+
+/// A backend's status, mapped faithfully.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RawStatus {
+    /// Proven optimal (within the requested gap: see `gap_reached`).
+    Optimal,
+    /// Stopped at the requested relative gap.
+    GapReached,
+    /// Stopped by the clock (with or without a solution).
+    TimeLimit,
+    /// Proven infeasible.
+    Infeasible,
+}
+
+/// How often a waiting solve looks at the cancel flag.
+const POLL: Duration = Duration::from_millis(20);
+
+/// The part of the time limit kept between the backend's own limit and the deadline, and
+/// waited past the deadline for a backend that overruns: 2% of the limit, at most 0.2 s.
+fn margin(limits: &Limits) -> Duration {
+    limits.time_limit.map_or(Duration::ZERO, |t| {
+        t.mul_f64(0.02).min(Duration::from_millis(200))
+    })
+}
+
+/// Options every backend receives (microlp is sequential and deterministic: it ignores the
+/// threads and the seed).
+#[derive(Clone, Debug)]
+#[cfg_attr(
+    not(any(feature = "highs", feature = "cbc")),
+    allow(dead_code, reason = "only HiGHS and CBC take threads and a seed")
+)]
+pub(crate) struct RunOptions {
+    pub(crate) time_limit: Option<Duration>,
+    pub(crate) threads: usize,
+    pub(crate) seed: u64,
+    pub(crate) mip_gap: f64,
+}
+
+impl Model {
+    /// A model whose only variable is the makespan, in `[lower, upper]`, which is the
+    /// objective; `initial` is its warm-start value.
+    pub(crate) fn new(lower: Time, upper: Time, initial: Option<Time>) -> Self {
+        let mut vars = ProblemVariables::new();
+        let def = good_lp::variable().min(lower as f64).max(upper as f64);
+        let objective = vars.add(match initial {
+            Some(m) => def.initial(m as f64),
+            None => def,
+        });
+        Self {
+            vars,
+            objective,
+            constraints: Vec::new(),
+            all: vec![objective],
+            initial: vec![initial.unwrap_or(0) as f64],
+            warm: initial.is_some(),
+        }
+    }
+
+    /// Adds a row.
+    pub(crate) fn add(&mut self, c: Constraint) {
+        self.constraints.push(c);
+    }
+
+    /// Adds a variable, with its warm-start value if any (a model is warm only if every
+    /// variable has one).
+    pub(crate) fn var(
+        &mut self,
+        def: good_lp::VariableDefinition,
+        initial: Option<f64>,
+    ) -> Variable {
+        let def = match initial {
+            Some(v) => def.initial(v),
+            None => {
+                self.warm = false;
+                def
+            }
+        };
+        let v = self.vars.add(def);
+        self.all.push(v);
+        self.initial.push(initial.unwrap_or(0.0));
+        v
+    }
+
+    /// Position (creation order, which is good_lp's column order) of the last variable added.
+    pub(crate) fn last(&self) -> usize {
+        self.all.len() - 1
+    }
+
+    /// Values of every variable by position, from a solution.
+    pub(crate) fn values(all: &[Variable], value: impl Fn(Variable) -> f64) -> Vec<f64> {
+        all.iter().map(|&v| value(v)).collect()
+    }
+
+    /// An expression `sum coef * var`.
+    pub(crate) fn sum(terms: impl IntoIterator<Item = (f64, Variable)>) -> Expression {
+        let mut e = Expression::with_capacity(8);
+        for (c, v) in terms {
+            e.add_mul(c, v);
+        }
+        e
+    }
+}
+
+impl StartsFrom {
+    /// Reads start times from variable values; `None` if a value is not integral.
+    fn read(&self, values: &[f64]) -> Option<Vec<Time>> {
+        const TOLERANCE: f64 = 1e-5;
+        match self {
+            StartsFrom::Variables(s) => s
+                .iter()
+                .map(|&v| {
+                    let x = values[v];
+                    let r = x.round();
+                    ((x - r).abs() <= TOLERANCE).then_some(r as Time)
+                })
+                .collect(),
+            StartsFrom::Steps(per_activity) => per_activity
+                .iter()
+                .map(|(_, ls, steps)| {
+                    let mut start = None;
+                    for &(t, v) in steps {
+                        let x = values[v];
+                        let r = x.round();
+                        if (x - r).abs() > TOLERANCE || !(r == 0.0 || r == 1.0) {
+                            return None;
+                        }
+                        match (start, r == 1.0) {
+                            (None, true) => start = Some(t),
+                            // Once started, an activity stays started.
+                            (Some(_), false) => return None,
+                            _ => {}
+                        }
+                    }
+                    Some(start.unwrap_or(*ls))
+                })
+                .collect(),
+        }
+    }
+}
+
+impl Solver for Milp {
+    fn name(&self) -> &str {
+        self.backend.name()
+    }
+
+    fn solve(&self, problem: &Problem, limits: &Limits) -> Result<Outcome, SolveError> {
+        let initial = limits.validate(problem)?;
+        if !(self.config.mip_gap.is_finite() && self.config.mip_gap >= 0.0) {
+            return Err(SolveError::InvalidLimits {
+                reason: format!(
+                    "the MIP gap must be finite and >= 0, got {}",
+                    self.config.mip_gap
+                ),
+            });
+        }
+        let clock = limits.clock();
+        let name = self.name();
+        let mut bound = lower_bound(problem).value;
+        let finish = |schedule: Option<Schedule>, bound: Time, status: Status, work: u64| {
+            let makespan = schedule.as_ref().map(|s| s.makespan(problem));
+            verified(
+                problem,
+                Outcome {
+                    status,
+                    makespan,
+                    schedule,
+                    lower_bound: bound,
+                    solver: name.to_owned(),
+                    elapsed: clock.elapsed(),
+                    work,
+                },
+            )
+        };
+        if concerto_rcpsp::temporal::window_conflict(problem).is_some() {
+            return finish(None, bound, Status::Infeasible, 0);
+        }
+        let (incumbent, heuristic_work) = self.incumbent(problem, limits, &clock, initial)?;
+        let incumbent_makespan = incumbent.as_ref().map(|s| s.makespan(problem));
+        // The horizon: the incumbent's makespan, or a tighter bound the caller gave; without
+        // either, the problem's horizon, which some optimal schedule (an active one) respects.
+        let mut horizon = incumbent_makespan.unwrap_or(problem.horizon());
+        if let Some(ub) = limits.upper_bound {
+            horizon = horizon.min(ub);
+        }
+        let warm_schedule = incumbent
+            .clone()
+            .filter(|_| incumbent_makespan == Some(horizon));
+        if warm_schedule.is_some() && bound >= horizon {
+            return finish(incumbent, horizon, Status::Optimal, heuristic_work);
+        }
+        // Backends without a usable warm start search for a strictly better schedule.
+        let improve_only = warm_schedule.is_some() && !self.backend.takes_warm_start();
+        let (horizon, warm) = if improve_only {
+            (horizon - 1, None)
+        } else {
+            (horizon, warm_schedule.as_ref())
+        };
+        if horizon < bound {
+            // No schedule within the caller's bound: the combinatorial bound proves it.
+            return finish(None, bound, Status::Infeasible, heuristic_work);
+        }
+        // The incumbent, if the caller's bound allows it (for `improve_only` it is the one
+        // schedule just above the model's horizon).
+        let within = incumbent
+            .clone()
+            .filter(|s| s.makespan(problem) <= horizon + Time::from(improve_only));
+        if let Some(reason) = clock.should_stop() {
+            return match within {
+                Some(s) => finish(Some(s), bound, Status::Feasible(reason), heuristic_work),
+                None => finish(None, bound, Status::Unknown(reason), heuristic_work),
+            };
+        }
+
+        let (model, starts) = self.build(problem, horizon, warm);
+        // The backend's own limit ends a little before the deadline so that its answer (with
+        // its bound) arrives before the caller stops waiting for it.
+        let options = RunOptions {
+            time_limit: clock.remaining().map(|left| {
+                left.saturating_sub(margin(limits))
+                    .max(Duration::from_millis(1))
+            }),
+            threads: limits.threads,
+            seed: limits.seed,
+            mip_gap: self.config.mip_gap,
+        };
+        let raw = self
+            .run(model, &options, &clock, limits)
+            .map_err(|message| SolveError::Backend {
+                solver: name.to_owned(),
+                message,
+            })?;
+        let work = heuristic_work + raw.nodes;
+        if let Some(b) = raw.bound.filter(|b| b.is_finite()) {
+            // Integer makespans: a bound of 41.2 proves 42.
+            bound = bound.max((b - 1e-6).ceil() as Time);
+        }
+        let solution = match &raw.values {
+            Some(values) => {
+                let starts = starts.read(values).ok_or_else(|| SolveError::Backend {
+                    solver: name.to_owned(),
+                    message: "the solution has a fractional or ambiguous start time".into(),
+                })?;
+                let schedule = Schedule::new(starts);
+                match check(problem, &schedule) {
+                    Ok(_) => Some(schedule),
+                    // CBC reports Ok with garbage values when it has no solution (objective
+                    // 1e50); other backends never should.
+                    Err(_) if raw.status == RawStatus::TimeLimit && self.garbage_possible() => None,
+                    Err(violations) => {
+                        return Err(SolveError::InvalidAnswer {
+                            solver: name.to_owned(),
+                            violations,
+                        })
+                    }
+                }
+            }
+            None => None,
+        };
+        // The best schedule: the backend's, unless the incumbent is better.
+        let best = match (solution, within) {
+            (Some(s), Some(i)) if i.makespan(problem) < s.makespan(problem) => Some(i),
+            (Some(s), _) => Some(s),
+            (None, i) => i,
+        };
+        if improve_only {
+            // The model's bound holds only below the incumbent.
+            bound = bound.min(horizon + 1);
+        }
+        match raw.status {
+            RawStatus::Infeasible if improve_only => {
+                // Nothing better than the incumbent exists.
+                finish(best, horizon + 1, Status::Optimal, work)
+            }
+            RawStatus::Infeasible => {
+                if warm.is_some() {
+                    // The warm start is feasible for the model: a claim of infeasibility is a
+                    // backend failure, not an answer.
+                    return Err(SolveError::Backend {
+                        solver: name.to_owned(),
+                        message: "reported infeasible although the warm start is feasible".into(),
+                    });
+                }
+                finish(None, bound.max(horizon + 1), Status::Infeasible, work)
+            }
+            RawStatus::Optimal => match best {
+                Some(s) => {
+                    let m = s.makespan(problem);
+                    finish(Some(s), m, Status::Optimal, work)
+                }
+                None => Err(SolveError::Backend {
+                    solver: name.to_owned(),
+                    message: "reported optimal without a solution".into(),
+                }),
+            },
+            RawStatus::GapReached | RawStatus::TimeLimit => {
+                let reason = if raw.status == RawStatus::GapReached {
+                    StopReason::GapLimit
+                } else {
+                    clock.should_stop().unwrap_or(StopReason::TimeLimit)
+                };
+                match best {
+                    Some(s) => {
+                        let status = if bound >= s.makespan(problem) {
+                            Status::Optimal
+                        } else {
+                            Status::Feasible(reason)
+                        };
+                        finish(Some(s), bound, status, work)
+                    }
+                    None => finish(None, bound, Status::Unknown(reason), work),
+                }
+            }
+        }
+    }
+}
+
+impl Milp {
+    /// The incumbent: the caller's starting schedule, or a short `sgs` run (deterministic
+    /// for the seed and budget), whichever is better.
+    fn incumbent(
+        &self,
+        problem: &Problem,
+        limits: &Limits,
+        clock: &Clock,
+        initial: Option<Time>,
+    ) -> Result<(Option<Schedule>, u64), SolveError> {
+        // A share of the time left, at least a millisecond (a zero limit is an error).
+        let share = clock.remaining().map(|d| {
+            d.mul_f64(self.config.heuristic_time_share.clamp(0.0, 1.0))
+                .max(Duration::from_millis(1))
+        });
+        let heuristic = Heuristic::new(HeuristicConfig {
+            max_schedules: Some(self.config.heuristic_schedules),
+            ..HeuristicConfig::default()
+        });
+        let outcome = heuristic.solve(
+            problem,
+            &Limits {
+                time_limit: share,
+                seed: limits.seed,
+                threads: 1,
+                initial: limits.initial.clone(),
+                upper_bound: None,
+                cancel: limits.cancel.clone(),
+            },
+        )?;
+        // With deadlines the heuristic may find no on-time schedule: the MILP then starts cold.
+        let best = match (outcome.schedule, &limits.initial, initial) {
+            (Some(h), Some(s), Some(m)) if m < h.makespan(problem) => Some(s.clone()),
+            (Some(h), _, _) => Some(h),
+            (None, s, _) => s.clone(),
+        };
+        Ok((best, outcome.work))
+    }
+
+    fn build(
+        &self,
+        problem: &Problem,
+        horizon: Time,
+        warm: Option<&Schedule>,
+    ) -> (Model, StartsFrom) {
+        let binaries = time_indexed::binaries(problem, horizon);
+        let use_time_indexed = match self.config.formulation {
+            Formulation::TimeIndexed => true,
+            Formulation::Sequencing => false,
+            Formulation::Auto => binaries <= self.config.max_time_indexed_binaries,
+        };
+        if use_time_indexed {
+            time_indexed::build(problem, horizon, warm, self.config.clique_rows)
+        } else {
+            sequencing::build(problem, horizon, warm)
+        }
+    }
+
+    /// Runs the backend on a worker thread and waits for it until the deadline (see the module
+    /// docs).
+    fn run(
+        &self,
+        model: Model,
+        options: &RunOptions,
+        clock: &Clock,
+        limits: &Limits,
+    ) -> Result<RawResult, String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let solver = self.clone();
+        let opts = options.clone();
+        std::thread::Builder::new()
+            .name(format!("concerto-{}", self.name()))
+            .spawn(move || {
+                // The receiver may be gone (deadline passed): the answer is then dropped.
+                let _ = tx.send(solver.dispatch(model, &opts));
+            })
+            .map_err(|e| format!("cannot start the solver thread: {e}"))?;
+        let timed_out = || RawResult {
+            status: RawStatus::TimeLimit,
+            values: None,
+            bound: None,
+            nodes: 0,
+        };
+        let grace = margin(limits);
+        loop {
+            let wait = clock
+                .remaining()
+                .map_or(POLL, |left| (left + grace).min(POLL))
+                .max(Duration::from_millis(1));
+            match rx.recv_timeout(wait) {
+                Ok(result) => return result,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err("the solver thread stopped without an answer (it panicked)".into())
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    let cancelled = limits.cancel.as_ref().is_some_and(|c| c.is_cancelled());
+                    let overdue = clock.remaining().is_some_and(|d| d.is_zero())
+                        && clock.overdue().is_some_and(|late| late >= grace);
+                    if cancelled || overdue {
+                        return Ok(timed_out());
+                    }
+                }
+            }
+        }
+    }
+
+    fn dispatch(&self, model: Model, options: &RunOptions) -> Result<RawResult, String> {
+        match self.backend {
+            #[cfg(feature = "microlp")]
+            Backend::Microlp => microlp::run(model, options),
+            #[cfg(feature = "highs")]
+            Backend::Highs => highs::run(model, options),
+            #[cfg(feature = "cbc")]
+            Backend::Cbc => cbc::run(model, options),
+        }
+    }
+
+    fn garbage_possible(&self) -> bool {
+        match self.backend {
+            #[cfg(feature = "cbc")]
+            Backend::Cbc => true,
+            #[allow(
+                unreachable_patterns,
+                reason = "other backends exist only with their features"
+            )]
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use concerto_rcpsp::read_problem;
+
+    fn fixture(name: &str) -> Problem {
+        read_problem(concerto_fixtures::path(name)).expect("fixture parses")
+    }
+
+    /// The warm start must satisfy every row, or the backends silently drop it (HiGHS, CBC) or
+    /// ignore it (microlp).
+    #[test]
+    fn warm_starts_satisfy_both_formulations() {
+        #[allow(
+            clippy::disallowed_types,
+            reason = "a lookup table; its order never reaches output"
+        )]
+        struct Values(std::collections::HashMap<Variable, f64>);
+        impl good_lp::Solution for Values {
+            fn status(&self) -> good_lp::SolutionStatus {
+                good_lp::SolutionStatus::Optimal
+            }
+            fn value(&self, v: Variable) -> f64 {
+                self.0[&v]
+            }
+        }
+        for f in concerto_fixtures::all() {
+            let p = read_problem(&f.path).unwrap();
+            let incumbent = Heuristic::default()
+                .solve(&p, &Limits::default())
+                .unwrap()
+                .schedule
+                .unwrap();
+            let horizon = incumbent.makespan(&p);
+            for model in [
+                time_indexed::build(&p, horizon, Some(&incumbent), true).0,
+                sequencing::build(&p, horizon, Some(&incumbent)).0,
+            ] {
+                assert!(
+                    model.warm,
+                    "{}: every variable has a warm-start value",
+                    f.name
+                );
+                let values = Values(
+                    model
+                        .all
+                        .iter()
+                        .copied()
+                        .zip(model.initial.iter().copied())
+                        .collect(),
+                );
+                for c in &model.constraints {
+                    let lhs = c.expression().eval_with(&values);
+                    if c.is_equality() {
+                        assert!(lhs.abs() < 1e-9, "{}: warm start breaks {c:?}", f.name);
+                    } else {
+                        assert!(lhs < 1e-9, "{}: warm start breaks {c:?}", f.name);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn auto_formulation_follows_the_size() {
+        let p = fixture("psplib/j30/j301_1.sm");
+        assert!(time_indexed::binaries(&p, 43) < MilpConfig::default().max_time_indexed_binaries);
+        // The critical path is 38: every activity has a window of at least 6 starts at 43.
+        assert!(time_indexed::binaries(&p, 43) >= 6 * p.len());
+    }
+
+    /// Every compiled MILP backend, with both formulations, proves the hand-checked optima.
+    #[test]
+    fn backends_prove_tiny_optima() {
+        for backend in backends() {
+            for formulation in [Formulation::TimeIndexed, Formulation::Sequencing] {
+                for f in concerto_fixtures::with_prefix("tiny") {
+                    let p = read_problem(&f.path).unwrap();
+                    let solver = Milp::with_config(
+                        backend,
+                        MilpConfig {
+                            formulation,
+                            // No heuristic help: the MILP must find the optimum itself.
+                            heuristic_schedules: 1,
+                            ..MilpConfig::default()
+                        },
+                    );
+                    let o = solver.solve(&p, &Limits::default()).unwrap();
+                    assert_eq!(
+                        o.status,
+                        Status::Optimal,
+                        "{} {formulation:?} {}",
+                        backend.name(),
+                        f.name
+                    );
+                    assert_eq!(
+                        o.makespan,
+                        Some(f.upper_bound),
+                        "{} {formulation:?} {}",
+                        backend.name(),
+                        f.name
+                    );
+                    assert_eq!(o.lower_bound, f.upper_bound);
+                }
+            }
+        }
+    }
+
+    /// A caller's bound below the optimum is proven infeasible, never answered with a schedule.
+    #[test]
+    fn bound_below_the_optimum_is_infeasible() {
+        let p = fixture("tiny/packing.rcp"); // optimum 9, bounds say 8
+        for backend in backends() {
+            for formulation in [Formulation::TimeIndexed, Formulation::Sequencing] {
+                let solver = Milp::with_config(
+                    backend,
+                    MilpConfig {
+                        formulation,
+                        ..MilpConfig::default()
+                    },
+                );
+                let limits = Limits {
+                    upper_bound: Some(8),
+                    ..Limits::default()
+                };
+                let o = solver.solve(&p, &limits).unwrap();
+                assert_eq!(
+                    o.status,
+                    Status::Infeasible,
+                    "{} {formulation:?}",
+                    backend.name()
+                );
+                assert!(o.schedule.is_none());
+                assert!(o.lower_bound >= 9);
+            }
+        }
+    }
+
+    #[cfg(any(feature = "highs", feature = "cbc"))]
+    #[test]
+    fn native_backends_prove_j301_1() {
+        let p = fixture("psplib/j30/j301_1.sm");
+        for backend in backends().into_iter().filter(|b| b.name() != "microlp") {
+            let o = Milp::new(backend)
+                .solve(&p, &Limits::with_time_limit(Duration::from_secs(60)))
+                .unwrap();
+            assert_eq!(o.status, Status::Optimal, "{}", backend.name());
+            assert_eq!(o.makespan, Some(43), "{}", backend.name());
+        }
+    }
+
+    fn backends() -> Vec<Backend> {
+        vec![
+            #[cfg(feature = "microlp")]
+            Backend::Microlp,
+            #[cfg(feature = "highs")]
+            Backend::Highs,
+            #[cfg(feature = "cbc")]
+            Backend::Cbc,
+        ]
+    }
+}
