@@ -3,6 +3,7 @@
 use clap::Subcommand;
 
 use crate::psplib_bench::{self, PsplibArgs};
+use crate::scale_bench::{self, ScaleArgs};
 use crate::Failure;
 
 /// The benchmark families.
@@ -11,10 +12,14 @@ pub(crate) enum BenchCommand {
     /// Solve every PSPLIB `.sm` instance of a directory, check every schedule and compare with
     /// reference bounds.
     Psplib(PsplibArgs),
+    /// The odd-even driver on generated DL-like training steps of growing size, against the
+    /// plain heuristic given the same wall time.
+    Scale(ScaleArgs),
 }
 
 pub(crate) fn run(cmd: BenchCommand) -> Result<(), Failure> {
     match cmd {
         BenchCommand::Psplib(args) => psplib_bench::run(&args),
+        BenchCommand::Scale(args) => scale_bench::run(&args),
     }
 }

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod check;
 mod psplib_bench;
+mod scale_bench;
 mod solve;
 mod table;
 

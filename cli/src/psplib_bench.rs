@@ -14,7 +14,7 @@ use concerto_rcpsp::{bounds, check, read_problem, Limits, Solver};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
 
-use crate::solve::{registry, time_limit};
+use crate::solve::{time_limit, WindowArgs};
 use crate::table::Table;
 use crate::Failure;
 
@@ -27,8 +27,8 @@ pub(crate) struct PsplibArgs {
     /// Reference table (`instance,lower_bound,upper_bound,optimal,...`).
     #[arg(long)]
     reference: PathBuf,
-    /// The solver, by name.
-    #[arg(long, default_value = "sgs")]
+    /// The solver, by name. Default: `pumpkin` when compiled in, else `sgs`.
+    #[arg(long, default_value_t = crate::solve::default_solver().to_string())]
     solver: String,
     /// Wall-clock limit per instance, in seconds.
     #[arg(long, value_name = "SECS")]
@@ -52,6 +52,8 @@ pub(crate) struct PsplibArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    windows: WindowArgs,
 }
 
 /// The result on one instance.
@@ -102,7 +104,10 @@ fn natural_key(name: &str) -> Vec<(String, u64)> {
                 digits.push(d);
                 chars.next();
             }
-            key.push((std::mem::take(&mut text), digits.parse().unwrap_or(u64::MAX)));
+            key.push((
+                std::mem::take(&mut text),
+                digits.parse().unwrap_or(u64::MAX),
+            ));
         } else {
             text.push(c);
         }
@@ -155,7 +160,12 @@ fn pct(value: i64, base: i64) -> f64 {
     }
 }
 
-fn solve_one(path: &Path, solver: &dyn Solver, limits: &Limits, reference: Option<&Reference>) -> Row {
+fn solve_one(
+    path: &Path,
+    solver: &dyn Solver,
+    limits: &Limits,
+    reference: Option<&Reference>,
+) -> Row {
     let instance = path
         .file_stem()
         .unwrap_or_default()
@@ -184,7 +194,9 @@ fn solve_one(path: &Path, solver: &dyn Solver, limits: &Limits, reference: Optio
     let mut problems = Vec::new();
     if let Some(r) = reference.and_then(|r| r.critical_path) {
         if r != cp {
-            problems.push(format!("critical path {cp} differs from the reference's {r}"));
+            problems.push(format!(
+                "critical path {cp} differs from the reference's {r}"
+            ));
         }
     }
     let outcome = match solver.solve(&problem, limits) {
@@ -195,7 +207,10 @@ fn solve_one(path: &Path, solver: &dyn Solver, limits: &Limits, reference: Optio
         Some(s) => match check(&problem, s) {
             Ok(m) if Some(m) == outcome.makespan => true,
             Ok(m) => {
-                problems.push(format!("makespan {m} differs from the reported {:?}", outcome.makespan));
+                problems.push(format!(
+                    "makespan {m} differs from the reported {:?}",
+                    outcome.makespan
+                ));
                 false
             }
             Err(v) => {
@@ -208,10 +223,16 @@ fn solve_one(path: &Path, solver: &dyn Solver, limits: &Limits, reference: Optio
     if let Some(r) = reference {
         if let Some(m) = outcome.makespan {
             if m < r.lower_bound {
-                problems.push(format!("makespan {m} is below the reference lower bound {}", r.lower_bound));
+                problems.push(format!(
+                    "makespan {m} is below the reference lower bound {}",
+                    r.lower_bound
+                ));
             }
             if outcome.status.as_str() == "optimal" && r.optimal && m != r.upper_bound {
-                problems.push(format!("proven optimum {m} differs from the reference optimum {}", r.upper_bound));
+                problems.push(format!(
+                    "proven optimum {m} differs from the reference optimum {}",
+                    r.upper_bound
+                ));
             }
         }
         if outcome.lower_bound > r.upper_bound {
@@ -267,7 +288,8 @@ fn write_csv(path: &Path, rows: &[Row]) -> anyhow::Result<()> {
             opt(r.lower_bound),
             r.critical_path,
             opt(r.best_known),
-            r.best_known_optimal.map_or(String::new(), |b| b.to_string()),
+            r.best_known_optimal
+                .map_or(String::new(), |b| b.to_string()),
             optf(r.pct_above_best_known),
             optf(r.pct_above_cpm),
             r.time_s,
@@ -285,8 +307,9 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
         .into_iter()
         .map(|r| (r.instance.clone(), r))
         .collect();
-    // Make the solver once up front so that a missing backend fails before any work.
-    registry().get(&args.solver)?;
+    // Make the solver once up front so that a missing backend or a bad option fails before
+    // any work.
+    args.windows.solver(&args.solver)?;
     if args.jobs == 0 {
         return Err(anyhow::anyhow!("--jobs must be at least 1").into());
     }
@@ -308,15 +331,20 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
         let workers: Vec<_> = (0..args.jobs.min(files.len()))
             .map(|_| {
                 scope.spawn(|| -> anyhow::Result<()> {
-                    let solver = registry().get(&args.solver)?;
+                    let solver = args.windows.solver(&args.solver)?;
                     loop {
                         let k = next.fetch_add(1, Ordering::Relaxed);
                         let Some(path) = files.get(k) else {
                             return Ok(());
                         };
                         let stem = path.file_stem().unwrap_or_default().to_string_lossy();
-                        let row = solve_one(path, solver.as_ref(), &limits, reference.get(stem.as_ref()));
-                        bar.set_message(format!("{} {}", row.instance, row.makespan.map_or("-".into(), |m| m.to_string())));
+                        let row =
+                            solve_one(path, solver.as_ref(), &limits, reference.get(stem.as_ref()));
+                        bar.set_message(format!(
+                            "{} {}",
+                            row.instance,
+                            row.makespan.map_or("-".into(), |m| m.to_string())
+                        ));
                         rows.lock().expect("no worker panics")[k] = Some(row);
                         bar.inc(1);
                     }
@@ -365,7 +393,10 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
         mean_pct_above_cpm: mean(rows.iter().filter_map(|r| r.pct_above_cpm)),
         median_time_s: median,
         max_time_s: times.last().copied().unwrap_or(0.0),
-        contradictions: rows.iter().filter(|r| r.problem.is_some() && r.status != "error").count(),
+        contradictions: rows
+            .iter()
+            .filter(|r| r.problem.is_some() && r.status != "error")
+            .count(),
         errors: rows.iter().filter(|r| r.status == "error").count(),
     };
     if let Some(out) = &args.out {
@@ -373,10 +404,18 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
     }
     let missing_reference = rows.iter().filter(|r| r.best_known.is_none()).count();
     if missing_reference > 0 {
-        eprintln!("warning: {missing_reference} instance(s) have no row in {}", args.reference.display());
+        eprintln!(
+            "warning: {missing_reference} instance(s) have no row in {}",
+            args.reference.display()
+        );
     }
     for r in rows.iter().filter(|r| r.problem.is_some()) {
-        eprintln!("{}: {}: {}", r.instance, r.status, r.problem.as_deref().unwrap_or(""));
+        eprintln!(
+            "{}: {}: {}",
+            r.instance,
+            r.status,
+            r.problem.as_deref().unwrap_or("")
+        );
     }
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);

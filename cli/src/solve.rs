@@ -5,7 +5,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use concerto_rcpsp::{io, read_problem, Limits, Registry};
+use concerto_rcpsp::{
+    io, read_problem, Limits, OddEven, OddEvenConfig, Registry, RoundReport, Solver,
+};
+
 use serde::Serialize;
 
 use crate::Failure;
@@ -15,8 +18,9 @@ use crate::Failure;
 pub(crate) struct SolveArgs {
     /// The instance: PSPLIB `.sm`, Patterson `.rcp` or Concerto `.json`.
     pub(crate) file: PathBuf,
-    /// The solver, by name (`concerto solvers` lists them).
-    #[arg(long, default_value = "sgs")]
+    /// The solver, by name (`concerto solvers` lists them). Default: `pumpkin` when compiled
+    /// in, else `sgs`.
+    #[arg(long, default_value_t = default_solver().to_string())]
     pub(crate) solver: String,
     /// Wall-clock limit in seconds (fractions allowed).
     #[arg(long, value_name = "SECS")]
@@ -30,11 +34,105 @@ pub(crate) struct SolveArgs {
     /// Write the schedule found as JSON to this file.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
+    #[command(flatten)]
+    pub(crate) windows: WindowArgs,
+    /// Worker threads (windows of one odd-even pass run in parallel).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) threads: usize,
 }
 
-/// The registry of every solver this build knows.
+/// The odd-even driver's options (see `concerto_rcpsp::oddeven`).
+#[derive(Args, Debug, Clone)]
+pub(crate) struct WindowArgs {
+    /// Solve windows of two blocks of B activities ("odd-even"), with the solver, instead of
+    /// the whole problem at once.
+    #[arg(long, value_name = "B")]
+    pub(crate) window: Option<usize>,
+    /// Odd-even rounds (an odd and an even pass each).
+    #[arg(long, value_name = "K", default_value_t = OddEvenConfig::default().rounds)]
+    pub(crate) rounds: usize,
+    /// Time limit of each window's solve, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = OddEvenConfig::default().window_time_limit.as_secs_f64())]
+    pub(crate) window_time_limit: f64,
+    /// Run the starting heuristic for this long (default: a budget of schedules).
+    #[arg(long, value_name = "SECS")]
+    pub(crate) start_time: Option<f64>,
+}
+
+impl WindowArgs {
+    /// The driver's configuration, if `--window` was given.
+    pub(crate) fn config(&self) -> anyhow::Result<Option<OddEvenConfig>> {
+        let Some(block) = self.window else {
+            return Ok(None);
+        };
+        if block == 0 {
+            bail!("--window must be at least 1");
+        }
+        let window_time_limit = time_limit(Some(self.window_time_limit))
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "--window-time-limit must be a positive number of seconds, got {}",
+                    self.window_time_limit
+                )
+            })?
+            .expect("given");
+        let start_time = time_limit(self.start_time)
+            .map_err(|_| anyhow::anyhow!("--start-time must be a positive number of seconds"))?;
+        Ok(Some(OddEvenConfig {
+            block,
+            rounds: self.rounds,
+            window_time_limit,
+            start_time,
+            ..OddEvenConfig::default()
+        }))
+    }
+
+    /// The solver called `name`, inside the odd-even driver if `--window` was given.
+    pub(crate) fn solver(&self, name: &str) -> anyhow::Result<Box<dyn Solver>> {
+        let inner = registry().get(name)?;
+        Ok(match self.config()? {
+            Some(config) => Box::new(OddEven::new(inner, config)),
+            None => inner,
+        })
+    }
+}
+
+/// One odd-even round in reports.
+#[derive(Serialize)]
+pub(crate) struct RoundJson {
+    round: usize,
+    makespan: i64,
+    lower_bound: i64,
+    windows: usize,
+    improved: usize,
+    time_s: f64,
+}
+
+impl From<&RoundReport> for RoundJson {
+    fn from(r: &RoundReport) -> Self {
+        Self {
+            round: r.round,
+            makespan: r.makespan,
+            lower_bound: r.lower_bound,
+            windows: r.windows,
+            improved: r.improved,
+            time_s: r.time.as_secs_f64(),
+        }
+    }
+}
+
+/// The registry of every solver this build knows, compiled in or not.
 pub(crate) fn registry() -> Registry {
-    Registry::with_builtin()
+    concerto_backends::registry()
+}
+
+/// The exact CP solver when compiled in, else the heuristic.
+pub(crate) fn default_solver() -> &'static str {
+    if registry().get("pumpkin").is_ok() {
+        "pumpkin"
+    } else {
+        "sgs"
+    }
 }
 
 /// Parses a time limit in seconds: positive and finite.
@@ -57,19 +155,36 @@ struct SolveReport<'a> {
     /// Work done in the solver's unit (schedules, nodes, conflicts).
     work: u64,
     instance: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_makespan: Option<i64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    rounds: Vec<RoundJson>,
 }
 
 pub(crate) fn run(args: &SolveArgs) -> Result<(), Failure> {
     let problem = read_problem(&args.file)?;
     let solver = registry().get(&args.solver)?;
+    if args.threads == 0 {
+        return Err(anyhow::anyhow!("--threads must be at least 1").into());
+    }
     let limits = Limits {
         time_limit: time_limit(args.time_limit)?,
         seed: args.seed,
+        threads: args.threads,
         ..Limits::default()
     };
-    let outcome = solver
-        .solve(&problem, &limits)
-        .with_context(|| format!("solving {}", args.file.display()))?;
+    let (outcome, start_makespan, rounds) = match args.windows.config()? {
+        None => (solver.solve(&problem, &limits), None, Vec::new()),
+        Some(config) => match OddEven::new(solver, config).run(&problem, &limits) {
+            Ok(r) => (
+                Ok(r.outcome),
+                Some(r.start_makespan),
+                r.rounds.iter().map(RoundJson::from).collect(),
+            ),
+            Err(e) => (Err(e), None, Vec::new()),
+        },
+    };
+    let outcome = outcome.with_context(|| format!("solving {}", args.file.display()))?;
     if let (Some(path), Some(schedule)) = (&args.output, &outcome.schedule) {
         std::fs::write(path, io::schedule_to_json(&problem, schedule))
             .with_context(|| format!("writing {}", path.display()))?;
@@ -83,6 +198,8 @@ pub(crate) fn run(args: &SolveArgs) -> Result<(), Failure> {
         time_s: outcome.elapsed.as_secs_f64(),
         work: outcome.work,
         instance: args.file.display().to_string(),
+        start_makespan,
+        rounds,
     };
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
@@ -95,6 +212,15 @@ pub(crate) fn run(args: &SolveArgs) -> Result<(), Failure> {
         println!("solver       {}", report.solver);
         println!("time         {:.3} s", report.time_s);
         println!("work         {}", report.work);
+        if let Some(m) = report.start_makespan {
+            println!("start        {m}");
+            for r in &report.rounds {
+                println!(
+                    "round {:>3}    makespan {}  bound {}  windows {}  improved {}  {:.3} s",
+                    r.round, r.makespan, r.lower_bound, r.windows, r.improved, r.time_s
+                );
+            }
+        }
     }
     Ok(())
 }

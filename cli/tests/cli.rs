@@ -1,0 +1,270 @@
+//! The `concerto` binary end to end: output keys, exit statuses, errors that name the place,
+//! the PSPLIB bench against a reference, and backends missing from the build.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn concerto(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_concerto"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn fixture(name: &str) -> String {
+    concerto_fixtures::path(name).display().to_string()
+}
+
+/// A fresh directory for one test's files.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("concerto-cli-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+#[test]
+fn solve_json_has_the_documented_keys() {
+    let o = concerto(&[
+        "solve",
+        &fixture("tiny/two_streams.json"),
+        "--solver",
+        "sgs",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    for key in ["status", "makespan", "lower_bound", "solver", "time_s"] {
+        assert!(v.get(key).is_some(), "missing `{key}` in {v}");
+    }
+    assert_eq!(v["status"], "optimal");
+    assert_eq!(v["makespan"], 12);
+    assert_eq!(v["solver"], "sgs");
+}
+
+#[test]
+fn solve_text_names_status_makespan_and_bound() {
+    let o = concerto(&[
+        "solve",
+        &fixture("tiny/packing.rcp"),
+        "--solver",
+        "sgs",
+        "--seed",
+        "3",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for line in [
+        "status",
+        "makespan     9",
+        "lower bound",
+        "solver       sgs",
+        "time",
+    ] {
+        assert!(text.contains(line), "`{line}` not in:\n{text}");
+    }
+}
+
+#[test]
+fn check_accepts_a_solved_schedule_and_rejects_a_broken_one() {
+    let dir = scratch("check");
+    let good = dir.join("good.json");
+    let problem = fixture("tiny/lags.json");
+    let o = concerto(&[
+        "solve",
+        &problem,
+        "--solver",
+        "sgs",
+        "-o",
+        good.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = concerto(&["check", &problem, good.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", stdout(&o));
+    assert!(stdout(&o).contains("valid: makespan 9"));
+
+    // Start `b` right after `a`, ignoring the lag of 5.
+    let broken = dir.join("broken.json");
+    let text = std::fs::read_to_string(&good).unwrap();
+    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for entry in v["starts"].as_array_mut().unwrap() {
+        if entry["activity"] == "b" {
+            entry["start"] = serde_json::json!(2);
+        }
+    }
+    std::fs::write(&broken, v.to_string()).unwrap();
+    let o = concerto(&["check", &problem, broken.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("precedence `a` -> `b` (lag 5)"),
+        "{}",
+        stdout(&o)
+    );
+
+    // A schedule without some activity is a violation too, not a crash.
+    let partial = dir.join("partial.json");
+    std::fs::write(&partial, r#"{"starts": [{"activity": "a", "start": 0}]}"#).unwrap();
+    let o = concerto(&["check", &problem, partial.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("activity `b` has no start time"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn bad_input_exits_2_with_the_place_named() {
+    let dir = scratch("bad");
+    let file = dir.join("broken.json");
+    std::fs::write(
+        &file,
+        "{\n  \"activities\": [\n    {\"name\": \"a\", \"duration\": -1}\n  ]\n}\n",
+    )
+    .unwrap();
+    let o = concerto(&["solve", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("negative duration"), "{}", stderr(&o));
+
+    let o = concerto(&["solve", &fixture("tiny/lags.json"), "--time-limit", "0"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--time-limit must be a positive"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = concerto(&["solve", &fixture("tiny/lags.json"), "--solver", "gurobi"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown solver `gurobi`"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stderr(&o).contains("sgs"), "{}", stderr(&o));
+
+    let file = dir.join("x.txt");
+    std::fs::write(&file, "1 2 3").unwrap();
+    let o = concerto(&["solve", file.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown problem format"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// A backend this build lacks is an error that names the feature to enable.
+#[test]
+fn missing_backends_name_their_feature() {
+    let compiled = [
+        ("pumpkin", cfg!(feature = "pumpkin")),
+        ("microlp", cfg!(feature = "microlp")),
+        ("highs", cfg!(feature = "highs")),
+        ("cbc", cfg!(feature = "cbc")),
+    ];
+    let listing = stdout(&concerto(&["solvers"]));
+    for (name, present) in compiled {
+        assert!(
+            listing.contains(name),
+            "`concerto solvers` does not list {name}:\n{listing}"
+        );
+        let o = concerto(&[
+            "solve",
+            &fixture("tiny/lags.json"),
+            "--solver",
+            name,
+            "--json",
+        ]);
+        if present {
+            assert!(o.status.success(), "{name}: {}", stderr(&o));
+            assert!(
+                stdout(&o).contains("\"makespan\":9"),
+                "{name}: {}",
+                stdout(&o)
+            );
+        } else {
+            assert_eq!(o.status.code(), Some(2), "{name}");
+            let err = stderr(&o);
+            assert!(err.contains(&format!("--features {name}")), "{name}: {err}");
+            assert!(listing.contains(&format!("feature `{name}`")), "{listing}");
+        }
+    }
+}
+
+#[test]
+fn bench_checks_every_schedule_against_the_reference() {
+    let dir = scratch("bench");
+    let reference = dir.join("reference.csv");
+    let mut csv = String::from("instance,lower_bound,upper_bound,optimal,critical_path_lb,jobs\n");
+    for f in concerto_fixtures::with_prefix("psplib/j30") {
+        let stem = f.path.file_stem().unwrap().to_string_lossy().into_owned();
+        csv.push_str(&format!(
+            "{stem},{},{},{},{},32\n",
+            f.lower_bound,
+            f.upper_bound,
+            if f.optimal { "yes" } else { "no" },
+            f.critical_path
+        ));
+    }
+    std::fs::write(&reference, &csv).unwrap();
+    let out = dir.join("rows.csv");
+    let o = concerto(&[
+        "bench",
+        "psplib",
+        "--dir",
+        &fixture("psplib/j30"),
+        "--reference",
+        reference.to_str().unwrap(),
+        "--solver",
+        "sgs",
+        "--time-limit",
+        "0.2",
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    for key in [
+        "instances",
+        "checked",
+        "proven_optimal",
+        "mean_pct_above_best_known",
+        "mean_pct_above_cpm",
+        "median_time_s",
+        "max_time_s",
+    ] {
+        assert!(v.get(key).is_some(), "missing `{key}` in {v}");
+    }
+    assert_eq!(v["instances"], 4);
+    assert_eq!(v["checked"], 4);
+    assert_eq!(std::fs::read_to_string(&out).unwrap().lines().count(), 5);
+
+    // A reference whose best known makespan (30) is below the critical path (38) contradicts
+    // our proven bound: exit 1.
+    std::fs::write(&reference, csv.replace("j301_1,43,43", "j301_1,30,30")).unwrap();
+    let o = concerto(&[
+        "bench",
+        "psplib",
+        "--dir",
+        &fixture("psplib/j30"),
+        "--reference",
+        reference.to_str().unwrap(),
+        "--solver",
+        "sgs",
+        "--time-limit",
+        "0.2",
+        "--only",
+        "j301_1.sm",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
+    assert!(stderr(&o).contains("j301_1"), "{}", stderr(&o));
+}
