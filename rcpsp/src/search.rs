@@ -126,7 +126,7 @@ impl Solver for Heuristic {
             });
         }
         let reversed = problem.reversed();
-        let mut search = Search::new(problem, &reversed, &self.config, limits, &clock);
+        let mut search = Search::new(problem, &reversed, &self.config, limits, &clock, bound);
         let reason = search.run(limits.initial.as_ref());
         if search.best_starts.is_empty() {
             // Every schedule generated missed a deadline.
@@ -182,6 +182,8 @@ struct Search<'p> {
     lft: Vec<i64>,
     /// Position of each activity in the list being mutated, and a mark for crossover.
     taken: Vec<bool>,
+    /// The clock when the search began (after the bounds), for the rate of schedules.
+    began: std::time::Duration,
 }
 
 /// Why the search must stop.
@@ -197,6 +199,7 @@ impl<'p> Search<'p> {
         config: &'p HeuristicConfig,
         limits: &Limits,
         clock: &'p Clock,
+        lower_bound: Time,
     ) -> Self {
         let budget = config
             .max_schedules
@@ -214,7 +217,7 @@ impl<'p> Search<'p> {
             forward: Decoder::new(problem),
             justifier: Justifier::new(problem, reversed),
             rng,
-            lower_bound: lower_bound(problem).value,
+            lower_bound,
             budget,
             generated: 0,
             best: Time::MAX,
@@ -223,6 +226,7 @@ impl<'p> Search<'p> {
             sampler: Sampler::default(),
             lft,
             taken: vec![false; problem.len()],
+            began: clock.elapsed(),
         }
     }
 
@@ -330,8 +334,15 @@ impl<'p> Search<'p> {
             let expected = if self.budget < u64::MAX {
                 self.budget.saturating_sub(self.generated)
             } else {
-                // Rate on the rules phase times the time left.
-                let elapsed = self.clock.elapsed().as_secs_f64().max(1e-6);
+                // Rate on the rules phase times the time left. The rate must not count the
+                // bounds computed before the search (the energetic bound takes milliseconds,
+                // as long as the rules phase itself on j60, and halved the population).
+                let elapsed = self
+                    .clock
+                    .elapsed()
+                    .saturating_sub(self.began)
+                    .as_secs_f64()
+                    .max(1e-6);
                 let left = self.clock.remaining().map_or(0.0, |d| d.as_secs_f64());
                 (self.generated as f64 / elapsed * left) as u64
             };
