@@ -111,7 +111,9 @@ pub const MAX_HORIZON: Time = (i32::MAX / 2) as Time;
 #[derive(Clone, Debug)]
 pub struct PumpkinConfig {
     /// Schedules the `sgs` heuristic may generate for the first incumbent (when
-    /// [`Limits::initial`] is not given).
+    /// [`Limits::initial`] is not given). Default 50 000, about 0.2 s on a j60 instance: on
+    /// the first 120 j60 instances at 3 s it gives 0.240 % above the best known makespans
+    /// against 0.394 % with 5 000 (and 0.269 % with 200 000), with the same 103 proofs.
     pub heuristic_schedules: u64,
     /// Largest share of the time limit the heuristic may use (its schedule budget normally ends
     /// it first, which keeps the result deterministic).
@@ -161,7 +163,7 @@ pub enum Search {
     VsidsSst,
     /// The start-time series alone: the activity with the smallest earliest start (ties: the
     /// smallest latest start) starts there, or later on backtracking. The default: on PSPLIB
-    /// j30 at 10 s it proves 477 of 480 instances against 474 for [`Search::Vsids`] (the
+    /// j30 at 10 s (5 000-schedule start) it proves 477 of 480 against 474 for [`Search::Vsids`] (the
     /// j3029 instances close in 5-7 s), and on the first 80 j60 instances at 3 s both prove 67.
     Sst,
 }
@@ -169,7 +171,7 @@ pub enum Search {
 impl Default for PumpkinConfig {
     fn default() -> Self {
         Self {
-            heuristic_schedules: 5_000,
+            heuristic_schedules: 50_000,
             heuristic_time_share: 0.1,
             warm_start: true,
             first_slice: 500,
