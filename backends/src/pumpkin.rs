@@ -75,7 +75,6 @@
 
 use std::cell::Cell;
 use std::rc::Rc;
-use std::time::Duration;
 
 use concerto_rcpsp::temporal::{earliest_starts, latest_starts, window_conflict};
 use concerto_rcpsp::{
@@ -288,19 +287,8 @@ impl Pumpkin {
             max_schedules: Some(self.config.heuristic_schedules.max(1)),
             ..HeuristicConfig::default()
         });
-        let share = self.config.heuristic_time_share.clamp(0.0, 1.0);
-        let time_limit = clock
-            .remaining()
-            .map(|left| left.mul_f64(share).max(Duration::from_micros(1)));
-        let heuristic_limits = Limits {
-            time_limit,
-            seed: limits.seed,
-            threads: 1,
-            initial: None,
-            upper_bound: None,
-            cancel: limits.cancel.clone(),
-        };
-        let outcome = heuristic.solve(problem, &heuristic_limits)?;
+        let time_limit = clock.share(self.config.heuristic_time_share);
+        let outcome = heuristic.solve(problem, &limits.helper(time_limit))?;
         let stop = match outcome.status {
             Status::Feasible(StopReason::Cancelled) => Some(StopReason::Cancelled),
             _ => clock.should_stop(),
@@ -978,7 +966,7 @@ impl<B: Brancher> Prober<'_, B> {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
 
     use concerto_rcpsp::{
         check, read_problem, sgs, ActivityId, ActivityList, CancelFlag, ProblemBuilder,

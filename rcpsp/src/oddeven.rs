@@ -253,29 +253,18 @@ impl OddEven {
         limits: &Limits,
         clock: &Clock,
     ) -> Result<Schedule, SolveError> {
-        let share = clock.remaining().map(|d| {
-            d.mul_f64(self.config.start_time_share.clamp(0.0, 1.0))
-                .max(Duration::from_millis(1))
-        });
-        let (share, budget) = match self.config.start_time {
+        let (time_limit, budget) = match self.config.start_time {
             Some(t) => (Some(clock.remaining().map_or(t, |left| left.min(t))), None),
-            None => (share, Some(self.config.start_schedules)),
+            None => (
+                clock.share(self.config.start_time_share),
+                Some(self.config.start_schedules),
+            ),
         };
         let heuristic = Heuristic::new(HeuristicConfig {
             max_schedules: budget,
             ..HeuristicConfig::default()
         });
-        let outcome = heuristic.solve(
-            problem,
-            &Limits {
-                time_limit: share,
-                seed: limits.seed,
-                threads: 1,
-                initial: None,
-                upper_bound: None,
-                cancel: limits.cancel.clone(),
-            },
-        )?;
+        let outcome = heuristic.solve(problem, &limits.helper(time_limit))?;
         outcome.schedule.ok_or_else(|| SolveError::Backend {
             solver: self.name.clone(),
             message: "the starting heuristic found no schedule that meets every deadline".into(),

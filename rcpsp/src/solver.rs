@@ -117,6 +117,20 @@ impl Limits {
         }
     }
 
+    /// The limits of a helper solve inside this one (a starting heuristic, a sub-problem):
+    /// the same seed and cancel flag, one thread, no starting schedule or upper bound, and
+    /// `time_limit`.
+    pub fn helper(&self, time_limit: Option<Duration>) -> Limits {
+        Limits {
+            time_limit,
+            seed: self.seed,
+            threads: 1,
+            initial: None,
+            upper_bound: None,
+            cancel: self.cancel.clone(),
+        }
+    }
+
     /// A clock for this solve: the deadline and the cancel flag.
     pub fn clock(&self) -> Clock {
         Clock {
@@ -151,6 +165,15 @@ impl Clock {
     pub fn remaining(&self) -> Option<Duration> {
         self.deadline
             .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// `share` (clamped to `[0, 1]`) of the time left, at least 1 ms so that it is a valid
+    /// time limit (`None` without a deadline).
+    pub fn share(&self, share: f64) -> Option<Duration> {
+        self.remaining().map(|left| {
+            left.mul_f64(share.clamp(0.0, 1.0))
+                .max(Duration::from_millis(1))
+        })
     }
 
     /// How long ago the deadline passed (`None` without a deadline or before it).
@@ -387,4 +410,38 @@ pub fn verified(problem: &Problem, outcome: Outcome) -> Result<Outcome, SolveErr
         }
     }
     Ok(outcome)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_helper_keeps_seed_and_cancel_flag_and_nothing_else() {
+        let cancel = CancelFlag::new();
+        let limits = Limits {
+            time_limit: Some(Duration::from_secs(9)),
+            seed: 42,
+            threads: 4,
+            initial: Some(Schedule::new(vec![0])),
+            upper_bound: Some(7),
+            cancel: Some(cancel.clone()),
+        };
+        let helper = limits.helper(Some(Duration::from_millis(5)));
+        assert_eq!(helper.time_limit, Some(Duration::from_millis(5)));
+        assert_eq!((helper.seed, helper.threads), (42, 1));
+        assert!(helper.initial.is_none() && helper.upper_bound.is_none());
+        cancel.cancel();
+        assert!(helper.cancel.expect("kept").is_cancelled());
+    }
+
+    #[test]
+    fn a_share_of_the_clock_is_a_valid_time_limit() {
+        let clock = Limits::with_time_limit(Duration::from_secs(10)).clock();
+        let share = clock.share(0.1).expect("a deadline");
+        assert!(share <= Duration::from_secs(1) && share > Duration::from_millis(900));
+        assert_eq!(clock.share(0.0), Some(Duration::from_millis(1)));
+        assert!(clock.share(7.0).expect("clamped") <= Duration::from_secs(10));
+        assert_eq!(Limits::default().clock().share(0.5), None);
+    }
 }

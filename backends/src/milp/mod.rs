@@ -544,11 +544,6 @@ impl Milp {
         clock: &Clock,
         initial: Option<Time>,
     ) -> Result<(Option<Schedule>, u64), SolveError> {
-        // A share of the time left, at least a millisecond (a zero limit is an error).
-        let share = clock.remaining().map(|d| {
-            d.mul_f64(self.config.heuristic_time_share.clamp(0.0, 1.0))
-                .max(Duration::from_millis(1))
-        });
         let heuristic = Heuristic::new(HeuristicConfig {
             max_schedules: Some(self.config.heuristic_schedules),
             ..HeuristicConfig::default()
@@ -556,12 +551,8 @@ impl Milp {
         let outcome = heuristic.solve(
             problem,
             &Limits {
-                time_limit: share,
-                seed: limits.seed,
-                threads: 1,
                 initial: limits.initial.clone(),
-                upper_bound: None,
-                cancel: limits.cancel.clone(),
+                ..limits.helper(clock.share(self.config.heuristic_time_share))
             },
         )?;
         // With deadlines the heuristic may find no on-time schedule: the MILP then starts cold.
