@@ -76,7 +76,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use concerto_rcpsp::temporal::{earliest_starts, latest_starts, window_conflict};
+use concerto_rcpsp::temporal::{earliest_starts, latest_starts, window_conflict, Reachability};
 use concerto_rcpsp::{
     lower_bound, verified, Clock, Heuristic, HeuristicConfig, Limits, Outcome, Problem, Schedule,
     SolveError, Solver, Status, StopReason, Time,
@@ -442,28 +442,10 @@ fn disjoint_cliques(problem: &Problem) -> Vec<Vec<usize>> {
         return Vec::new();
     }
     let words = n.div_ceil(64);
-    // after[i]: the activities on a precedence path from i, as a bitset.
-    let mut after = vec![0u64; n * words];
-    for &a in problem.topological_order().iter().rev() {
-        let i = a.index();
-        for arc in problem.successors(a) {
-            let j = arc.activity.index();
-            after[i * words + j / 64] |= 1 << (j % 64);
-            for w in 0..words {
-                let v = after[j * words + w];
-                after[i * words + w] |= v;
-            }
-        }
-    }
-    let ordered = |i: usize, j: usize| after[i * words + j / 64] >> (j % 64) & 1 == 1;
+    let reach = Reachability::new(problem);
+    let ordered = |i: usize, j: usize| reach.precedes(i, j);
     let activities = problem.activities();
-    let resources = problem.resources();
-    let clash = |i: usize, j: usize| {
-        resources.iter().enumerate().any(|(r, res)| {
-            let (a, b) = (activities[i].demands[r], activities[j].demands[r]);
-            a > 0 && b > 0 && u64::from(a) + u64::from(b) > u64::from(res.capacity)
-        })
-    };
+    let clash = |i: usize, j: usize| problem.resource_clash(i, j);
     let live: Vec<usize> = (0..n).filter(|&i| activities[i].duration > 0).collect();
     let mut disjoint = vec![0u64; n * words];
     let mut degree = vec![0usize; n];

@@ -327,6 +327,15 @@ impl Problem {
             .any(|a| a.release > 0 || a.deadline.is_some())
     }
 
+    /// Whether the demands of activities `a` and `b` (by index) on some resource exceed its
+    /// capacity together, so that they can never run at the same time. `O(R)`.
+    pub fn resource_clash(&self, a: usize, b: usize) -> bool {
+        let (a, b) = (&self.activities[a], &self.activities[b]);
+        self.resources.iter().enumerate().any(|(r, res)| {
+            u64::from(a.demands[r]) + u64::from(b.demands[r]) > u64::from(res.capacity)
+        })
+    }
+
     /// All resources, indexed by [`ResourceId`].
     #[inline]
     pub fn resources(&self) -> &[Resource] {

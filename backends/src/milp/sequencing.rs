@@ -16,30 +16,11 @@
 
 use std::collections::BTreeMap;
 
-use concerto_rcpsp::temporal::{earliest_starts, latest_starts};
+use concerto_rcpsp::temporal::{earliest_starts, latest_starts, Reachability};
 use concerto_rcpsp::{lower_bound, Problem, Schedule, Time};
 use good_lp::{variable, Variable};
 
 use super::{Model, StartsFrom};
-
-/// Transitive precedence relation as bitsets: `reach[i]` has bit `j` when `i` precedes `j`.
-fn reachability(problem: &Problem) -> Vec<Vec<u64>> {
-    let n = problem.len();
-    let words = n.div_ceil(64);
-    let mut reach = vec![vec![0u64; words]; n];
-    for &i in problem.topological_order().iter().rev() {
-        let mut row = vec![0u64; words];
-        for arc in problem.successors(i) {
-            let j = arc.activity.index();
-            row[j / 64] |= 1 << (j % 64);
-            for (w, r) in row.iter_mut().zip(&reach[j]) {
-                *w |= r;
-            }
-        }
-        reach[i.index()] = row;
-    }
-    reach
-}
 
 /// Builds the model for `horizon`, with warm-start values from `warm` (a schedule of makespan
 /// at most `horizon`).
@@ -52,8 +33,8 @@ pub(crate) fn build(
     let es = earliest_starts(problem);
     let ls = latest_starts(problem, horizon);
     let d: Vec<Time> = problem.ids().map(|j| problem.duration(j)).collect();
-    let reach = reachability(problem);
-    let precedes = |i: usize, j: usize| reach[i][j / 64] >> (j % 64) & 1 == 1;
+    let reach = Reachability::new(problem);
+    let precedes = |i: usize, j: usize| reach.precedes(i, j);
     // `i` is surely finished before `j` starts.
     let ordered = |i: usize, j: usize| precedes(i, j) || ls[i] + d[i] <= es[j];
     // `i` can finish before `j` starts.

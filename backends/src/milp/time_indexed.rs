@@ -25,7 +25,7 @@
 //! Size: `B = sum_j (LS_j - ES_j)` binaries; `O(B)` order rows and `O(m W)` precedence rows of
 //! 2 nonzeros (`W` the largest window); `O(R T)` resource rows of `O(n)` nonzeros.
 
-use concerto_rcpsp::temporal::{earliest_starts, latest_starts};
+use concerto_rcpsp::temporal::{earliest_starts, latest_starts, Reachability};
 use concerto_rcpsp::{lower_bound, Problem, Schedule, Time};
 use good_lp::{variable, Expression, Variable};
 
@@ -84,26 +84,9 @@ pub(crate) fn cliques(problem: &Problem) -> Vec<Vec<usize>> {
     let n = problem.len();
     let acts = problem.activities();
     let busy: Vec<usize> = (0..n).filter(|&j| acts[j].duration > 0).collect();
-    let mut reach = vec![vec![false; n]; n];
-    for &i in problem.topological_order().iter().rev() {
-        for arc in problem.successors(i) {
-            let j = arc.activity.index();
-            let below = reach[j].clone();
-            let row = &mut reach[i.index()];
-            row[j] = true;
-            for (r, &b) in row.iter_mut().zip(&below) {
-                *r |= b;
-            }
-        }
-    }
+    let reach = Reachability::new(problem);
     let apart = |i: usize, j: usize| {
-        reach[i][j]
-            || reach[j][i]
-            || problem
-                .resources()
-                .iter()
-                .enumerate()
-                .any(|(r, res)| acts[i].demands[r] + acts[j].demands[r] > res.capacity)
+        reach.precedes(i, j) || reach.precedes(j, i) || problem.resource_clash(i, j)
     };
     let mut covered = vec![vec![false; n]; n];
     let mut out = Vec::new();
