@@ -146,17 +146,7 @@ pub fn total_successors(problem: &Problem) -> Vec<usize> {
                     bits[row + k / 64] |= 1 << (k % 64);
                 }
                 if rank[j] < targets.end {
-                    let src_at = j * words;
-                    let (dst, src) = if row < src_at {
-                        let (lo, hi) = bits.split_at_mut(src_at);
-                        (&mut lo[row..row + words], &hi[..words])
-                    } else {
-                        let (lo, hi) = bits.split_at_mut(row);
-                        (&mut hi[..words], &lo[src_at..src_at + words])
-                    };
-                    for (d, s) in dst.iter_mut().zip(src) {
-                        *d |= *s;
-                    }
+                    crate::temporal::or_row(&mut bits, words, row, j * words);
                 }
             }
             count[i.index()] += bits[row..row + words]

@@ -81,6 +81,20 @@ pub fn tails(problem: &Problem) -> Vec<Time> {
     tail
 }
 
+/// ORs the `words`-long bitset row at word offset `src` into the one at `dst` (`dst != src`).
+pub(crate) fn or_row(bits: &mut [u64], words: usize, dst: usize, src: usize) {
+    let (to, from) = if dst < src {
+        let (lo, hi) = bits.split_at_mut(src);
+        (&mut lo[dst..dst + words], &hi[..words])
+    } else {
+        let (lo, hi) = bits.split_at_mut(dst);
+        (&mut hi[..words], &lo[src..src + words])
+    };
+    for (t, f) in to.iter_mut().zip(from) {
+        *t |= *f;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,17 +162,7 @@ impl Reachability {
                 let j = arc.activity.index();
                 bits[row + j / 64] |= 1 << (j % 64);
                 // Successors come later in topological order: their rows are complete.
-                let from = j * words;
-                let (dst, src) = if row < from {
-                    let (lo, hi) = bits.split_at_mut(from);
-                    (&mut lo[row..row + words], &hi[..words])
-                } else {
-                    let (lo, hi) = bits.split_at_mut(row);
-                    (&mut hi[..words], &lo[from..from + words])
-                };
-                for (d, s) in dst.iter_mut().zip(src) {
-                    *d |= *s;
-                }
+                or_row(&mut bits, words, row, j * words);
             }
         }
         Self { words, bits }
