@@ -1,0 +1,226 @@
+//! Baseline schedulers, each producing a [`StreamPlan`] that the simulator times like any
+//! other.
+//!
+//! - [`program_order`]: every stream follows the program's op order: what an eager framework
+//!   (PyTorch eager, Megatron-LM, DeepSpeed) issues.
+//! - [`lhs`]: a greedy list scheduler in the spirit of XLA's latency-hiding scheduler
+//!   (`xla/service/latency_hiding_scheduler.cc`): compute ops by critical-path priority
+//!   (longest path to the end of the step, the "bottom level"), collectives started as soon as
+//!   they are ready, one in flight per channel. XLA's scheduler works bottom-up over an
+//!   HLO sequence with its own cost model; this one is top-down over the graph with the
+//!   profile's durations: the same policy, not a port. O((ops + deps) log ops).
+//! - [`inductor`]: PyTorch Inductor's overlap passes (`torch/_inductor/comms.py`:
+//!   `raise_comms`, `sink_waits`) applied to the program order: each collective moves earlier,
+//!   to just after its last producer, and each op that reads a collective's result moves later,
+//!   to just before its first consumer, each by at most `distance` positions. O(ops * distance).
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::error::GraphError;
+use crate::ir::{Graph, OpId};
+use crate::plan::{Stream, StreamPlan};
+
+/// Program order (see the module docs).
+pub fn program_order(graph: &Graph) -> Result<StreamPlan, GraphError> {
+    StreamPlan::program_order(graph)
+}
+
+/// Priority of a ready op in [`lhs`]: (earlier ready time for collectives, higher bottom
+/// level, earlier in program order).
+type ReadyKey = (Reverse<u64>, u64, Reverse<usize>);
+
+/// Longest path from the start of each op to the end of the graph (its duration included).
+pub fn bottom_levels(graph: &Graph, durations: &[u64]) -> Vec<u64> {
+    let mut level = vec![0u64; graph.len()];
+    for id in graph.ids().rev() {
+        let tail = graph
+            .successors(id)
+            .iter()
+            .map(|s| level[s.0])
+            .max()
+            .unwrap_or(0);
+        level[id.0] = durations[id.0] + tail;
+    }
+    level
+}
+
+/// The XLA-latency-hiding-scheduler-like list scheduler (see the module docs).
+pub fn lhs(graph: &Graph, durations: &[u64]) -> Result<StreamPlan, GraphError> {
+    let n = graph.len();
+    if durations.len() != n {
+        return Err(GraphError::InvalidPlan {
+            reason: format!("{} durations for {} ops", durations.len(), n),
+        });
+    }
+    let level = bottom_levels(graph, durations);
+    let streams = Stream::of_graph(graph);
+    let stream_of: Vec<usize> = graph
+        .ids()
+        .map(|o| {
+            let s = Stream::of(graph.op(o));
+            streams
+                .iter()
+                .position(|t| *t == s)
+                .expect("stream of the graph")
+        })
+        .collect();
+    let mut missing: Vec<usize> = graph.ids().map(|o| graph.predecessors(o).len()).collect();
+    let mut ready_at = vec![0u64; n];
+    // Per stream, the ops whose producers have all finished: compute by (bottom level,
+    // program order), collectives by (ready time, program order).
+    let mut ready: Vec<BinaryHeap<ReadyKey>> = vec![BinaryHeap::new(); streams.len()];
+    let push = |ready: &mut Vec<BinaryHeap<_>>, o: usize, at: u64| {
+        let s = stream_of[o];
+        let key = if streams[s] == Stream::Compute {
+            (Reverse(0), level[o], Reverse(o))
+        } else {
+            (Reverse(at), level[o], Reverse(o))
+        };
+        ready[s].push(key);
+    };
+    for (o, _) in missing.iter().enumerate().filter(|(_, m)| **m == 0) {
+        push(&mut ready, o, 0);
+    }
+    let mut orders: Vec<Vec<OpId>> = vec![Vec::new(); streams.len()];
+    let mut free_at = vec![0u64; streams.len()];
+    // Ops in flight, by end time.
+    let mut running: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
+    let mut now = 0u64;
+    let mut placed = 0;
+    while placed < n {
+        for s in 0..streams.len() {
+            if free_at[s] <= now {
+                if let Some((_, _, Reverse(o))) = ready[s].pop() {
+                    orders[s].push(OpId(o));
+                    free_at[s] = now + durations[o];
+                    running.push(Reverse((free_at[s], o)));
+                    placed += 1;
+                }
+            }
+        }
+        // Advance to the next completion and release its consumers.
+        let Some(Reverse((t, _))) = running.peek().copied() else {
+            break;
+        };
+        now = t;
+        while let Some(Reverse((t2, o))) = running.peek().copied() {
+            if t2 != now {
+                break;
+            }
+            running.pop();
+            for s in graph.successors(OpId(o)) {
+                ready_at[s.0] = ready_at[s.0].max(now);
+                missing[s.0] -= 1;
+                if missing[s.0] == 0 {
+                    push(&mut ready, s.0, ready_at[s.0]);
+                }
+            }
+        }
+    }
+    StreamPlan::new(graph, streams.into_iter().zip(orders).collect())
+}
+
+/// Default bound on how far [`inductor`] moves an op, in program positions.
+pub const INDUCTOR_DISTANCE: usize = 16;
+
+/// The Inductor-like reordering of the program order (see the module docs).
+pub fn inductor(graph: &Graph, distance: usize) -> Result<StreamPlan, GraphError> {
+    let n = graph.len();
+    let mut order: Vec<OpId> = graph.ids().collect();
+    let mut pos: Vec<usize> = (0..n).collect();
+    let reindex = |order: &Vec<OpId>, pos: &mut Vec<usize>, lo: usize, hi: usize| {
+        for (i, o) in order.iter().enumerate().take(hi + 1).skip(lo) {
+            pos[o.0] = i;
+        }
+    };
+    // Raise collectives, in program order.
+    for c in graph.ids().filter(|o| graph.op(*o).is_collective()) {
+        let i = pos[c.0];
+        let earliest = graph
+            .predecessors(c)
+            .iter()
+            .map(|p| pos[p.0] + 1)
+            .max()
+            .unwrap_or(0)
+            .max(i.saturating_sub(distance));
+        if earliest < i {
+            let op = order.remove(i);
+            order.insert(earliest, op);
+            reindex(&order, &mut pos, earliest, i);
+        }
+    }
+    // Sink the ops that read a collective's result ("waits"), in reverse program order.
+    let waits: Vec<OpId> = graph
+        .ids()
+        .filter(|o| {
+            !graph.op(*o).is_collective()
+                && graph
+                    .predecessors(*o)
+                    .iter()
+                    .any(|p| graph.op(*p).is_collective())
+        })
+        .collect();
+    for w in waits.into_iter().rev() {
+        let i = pos[w.0];
+        let latest = graph
+            .successors(w)
+            .iter()
+            .map(|s| pos[s.0] - 1)
+            .min()
+            .unwrap_or(n - 1)
+            .min(i + distance);
+        if latest > i {
+            let op = order.remove(i);
+            order.insert(latest, op);
+            reindex(&order, &mut pos, i, latest);
+        }
+    }
+    StreamPlan::from_order(graph, &order)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{CollectiveKind, ComputeClass, GraphBuilder, LinkClass, Op};
+    use crate::simulate::simulate;
+
+    /// A backward pass in program order that waits for each gradient all-reduce right away:
+    /// g1 -> ar1 -> u1 (update), then g0 -> ar0 -> u0, with g0 independent of ar1.
+    fn eager() -> Graph {
+        let mut b = GraphBuilder::new("eager");
+        let c = |n: &str| Op::compute(n, ComputeClass::Other, 0, 0);
+        let ar = |n: &str| Op::collective(n, CollectiveKind::AllReduce, 8, 8, LinkClass::IntraNode);
+        let g1 = b.add(c("g1"), &[]);
+        let ar1 = b.add(ar("ar1"), &[g1]);
+        let u1 = b.add(c("u1"), &[ar1]);
+        let g0 = b.add(c("g0"), &[g1]);
+        let ar0 = b.add(ar("ar0"), &[g0]);
+        let _u0 = b.add(c("u0"), &[ar0, u1]);
+        b.finish()
+    }
+
+    const D: [u64; 6] = [4, 5, 1, 4, 5, 1];
+
+    #[test]
+    fn program_order_exposes_and_the_others_hide() {
+        let g = eager();
+        let po = simulate(&g, &program_order(&g).unwrap(), &D, 1.0).unwrap();
+        // g1 [0,4) ar1 [4,9) u1 [9,10) g0 [10,14) ar0 [14,19) u0 [19,20).
+        assert_eq!(po.makespan, 20);
+        let l = simulate(&g, &lhs(&g, &D).unwrap(), &D, 1.0).unwrap();
+        // g1 [0,4), g0 [4,8) beside ar1 [4,9), u1 [9,10), ar0 [9,14), u0 [14,15).
+        assert_eq!(l.makespan, 15);
+        let i = simulate(&g, &inductor(&g, 16).unwrap(), &D, 1.0).unwrap();
+        assert_eq!(i.makespan, 15);
+        // A distance of 0 moves nothing.
+        let i0 = simulate(&g, &inductor(&g, 0).unwrap(), &D, 1.0).unwrap();
+        assert_eq!(i0.makespan, 20);
+    }
+
+    #[test]
+    fn bottom_levels_are_longest_paths() {
+        let g = eager();
+        assert_eq!(bottom_levels(&g, &D), vec![14, 7, 2, 10, 6, 1]);
+    }
+}

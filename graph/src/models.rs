@@ -1,0 +1,416 @@
+//! Model builders: one training step (forward, backward, optimizer) of a model under a
+//! parallel plan, as a [`Graph`] in program order.
+//!
+//! Program order is the order an eager framework (PyTorch with Megatron-LM, DDP or DeepSpeed)
+//! issues the ops on one GPU: it is the baseline a scheduler improves on. The graph is the
+//! view of rank 0 (pipeline stage 0) with every shape per device (after tensor, pipeline and
+//! DAP partitioning). Ops carry flops, bytes moved, GEMM shapes and output tensors (bf16
+//! activations, parameters and gradients; f32 softmax statistics and losses), so that a cost
+//! model can time them and tensor lifetimes give the peak memory: a forward activation is read
+//! by the backward ops that need it, a gradient by its reduction and its optimizer update.
+//!
+//! # Models
+//! - [`GptConfig`]: GPT decoder with Megatron-LM tensor parallelism (`tp`).
+//! - [`VitConfig`]: vision transformer, the same layers.
+//! - [`WideResNetConfig`]: bottleneck wide ResNet (WRN-50-2), data parallelism only.
+//! - [`EvoformerConfig`]: AlphaFold 2's Evoformer stack, `tp` being FastFold's dynamic axial
+//!   parallelism (DAP) degree.
+//!
+//! # Parallel plans ([`Parallel`])
+//! - Ranks are placed tensor-parallel innermost, then data-parallel, then pipeline stages; a
+//!   group whose ranks share a node uses [`LinkClass::IntraNode`](crate::ir::LinkClass),
+//!   otherwise `InterNode` (TP intra-node iff `tp <= gpus_per_node`, DP iff
+//!   `tp * dp <= gpus_per_node`, stage 0 to stage 1 iff `2 * tp * dp <= gpus_per_node`, for
+//!   node sizes that are multiples of the groups). Groups of one rank have no collective.
+//! - Tensor parallelism: column-parallel QKV and MLP fc1 (all-reduce of the input gradient in
+//!   backward), row-parallel attention output and fc2 (all-reduce of the output in forward);
+//!   vocab-parallel embedding, LM head and cross-entropy.
+//! - Data parallelism: gradients all-reduced in buckets of `bucket_bytes` in the order they
+//!   become final, each bucket issued when full, in the last microbatch; then one Adam update
+//!   per bucket.
+//! - ZeRO-2 / ZeRO-3 (DeepSpeed): see [`Zero`]; supported with `dp >= 2`, also with `tp > 1`,
+//!   not with `pp > 1`.
+//! - Pipeline: stage 0's 1F1B schedule with a send per microbatch forward and a receive per
+//!   microbatch backward; with a tied word embedding, its gradient is all-reduced with the
+//!   last stage before the optimizer.
+//!
+//! # Names
+//! `[mb<i>.]<block>.fwd.<node>` and `[mb<i>.]<block>.bwd.<node>[.dgrad|.wgrad]` for the
+//! model's ops (`layer3.fwd.attn.qkv`, `layer3.fwd.tp_allreduce.attn`,
+//! `layer3.bwd.mlp.fc1.dgrad`, `layer3.bwd.attn.residual.grad_sum`), `mb<i>.fwd.send` and
+//! `mb<i>.bwd.recv` for the pipeline, `[mb<i>.]<block>.zero3.allgather.fwd|bwd` and
+//! `<block>.zero3.reducescatter` for ZeRO-3, `grad_bucket<k>.allreduce|reducescatter|adam|
+//! allgather` for gradient buckets, `<block>.adam` for ZeRO-3 updates. The `mb<i>.` prefix
+//! appears when there are several microbatches.
+
+mod evoformer;
+mod parallel;
+mod program;
+mod resnet;
+mod step;
+mod transformer;
+
+use serde::{Deserialize, Serialize};
+
+pub use evoformer::EvoformerConfig;
+pub use parallel::{Parallel, Zero};
+pub use resnet::WideResNetConfig;
+pub use transformer::{GptConfig, VitConfig};
+
+use crate::error::GraphError;
+use crate::ir::Graph;
+use step::Block;
+
+/// A model and its sizes.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "model", rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Model {
+    /// GPT decoder.
+    Gpt(GptConfig),
+    /// Vision transformer.
+    Vit(VitConfig),
+    /// Bottleneck wide ResNet.
+    #[serde(rename = "wide-resnet")]
+    WideResNet(WideResNetConfig),
+    /// AlphaFold 2 Evoformer stack.
+    Evoformer(EvoformerConfig),
+}
+
+impl Model {
+    /// `gpt`, `vit`, `wide-resnet` or `evoformer`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Model::Gpt(_) => "gpt",
+            Model::Vit(_) => "vit",
+            Model::WideResNet(_) => "wide-resnet",
+            Model::Evoformer(_) => "evoformer",
+        }
+    }
+
+    /// Every model with its default sizes.
+    pub fn defaults() -> Vec<Model> {
+        vec![
+            Model::Gpt(GptConfig::default()),
+            Model::Vit(VitConfig::default()),
+            Model::WideResNet(WideResNetConfig::default()),
+            Model::Evoformer(EvoformerConfig::default()),
+        ]
+    }
+
+    /// Checks the model's sizes against the plan (after [`Parallel::validate`]).
+    pub fn validate(&self, parallel: &Parallel) -> Result<(), GraphError> {
+        parallel.validate()?;
+        match self {
+            Model::Gpt(c) => c.validate(parallel),
+            Model::Vit(c) => c.validate(parallel),
+            Model::WideResNet(c) => c.validate(parallel),
+            Model::Evoformer(c) => c.validate(parallel),
+        }
+    }
+
+    fn blocks(&self, parallel: &Parallel) -> Result<Vec<Block>, GraphError> {
+        self.validate(parallel)?;
+        Ok(match self {
+            Model::Gpt(c) => c.blocks(parallel),
+            Model::Vit(c) => c.blocks(parallel),
+            Model::WideResNet(c) => c.blocks(parallel),
+            Model::Evoformer(c) => c.blocks(parallel),
+        })
+    }
+}
+
+/// The graph's name: the model and the plan, e.g. `gpt-dp2-tp4-pp2-mb4` or
+/// `gpt-dp8-tp1-pp1-zero3`.
+fn graph_name(model: &Model, p: &Parallel) -> String {
+    let mut name = format!("{}-dp{}-tp{}-pp{}", model.name(), p.dp, p.tp, p.pp);
+    match p.zero {
+        Zero::None => {}
+        Zero::Stage2 => name.push_str("-zero2"),
+        Zero::Stage3 => name.push_str("-zero3"),
+    }
+    if p.microbatches > 1 {
+        name.push_str(&format!("-mb{}", p.microbatches));
+    }
+    name
+}
+
+/// One training step of `model` under `parallel`, as seen by rank 0, in program order.
+///
+/// Errors with [`GraphError::InvalidModel`] (naming the problem) for zero sizes, degrees that
+/// do not divide what they split (`tp` and heads, hidden, the MLP width; the DAP degree and the
+/// MSA and residue counts; `pp` and the layers or blocks), too few microbatches for the
+/// pipeline, unsupported combinations (ZeRO with `dp < 2` or with `pp > 1`; tensor or pipeline
+/// parallelism for the wide ResNet).
+pub fn build(model: &Model, parallel: &Parallel) -> Result<Graph, GraphError> {
+    let blocks = model.blocks(parallel)?;
+    step::assemble(graph_name(model, parallel), &blocks, parallel)
+}
+
+/// Parameters held by rank 0 under `parallel`: its pipeline stage's, after tensor
+/// parallelism, before ZeRO sharding (divide by `dp` for ZeRO's share). With Adam in mixed
+/// precision they take 16 bytes each (bf16 parameter and gradient, f32 master weight and two
+/// moments), memory that the graph's tensors do not show.
+pub fn parameters(model: &Model, parallel: &Parallel) -> Result<u64, GraphError> {
+    Ok(step::stage_parameters(&model.blocks(parallel)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{OpId, OpKind};
+
+    fn plans() -> Vec<Parallel> {
+        vec![
+            Parallel::default(),
+            Parallel::new(2, 2, 1),
+            Parallel::new(1, 2, 2),
+            Parallel::new(2, 1, 1).with_zero(Zero::Stage2),
+            Parallel::new(4, 1, 1)
+                .with_zero(Zero::Stage3)
+                .with_microbatches(2),
+            Parallel::new(2, 1, 1).with_microbatches(3),
+        ]
+    }
+
+    fn small_models() -> Vec<Model> {
+        vec![
+            Model::Gpt(GptConfig {
+                layers: 2,
+                hidden: 64,
+                heads: 4,
+                seq: 32,
+                micro_batch: 2,
+                vocab: 500,
+            }),
+            Model::Vit(VitConfig {
+                layers: 2,
+                hidden: 64,
+                heads: 4,
+                image: 32,
+                patch: 8,
+                micro_batch: 2,
+                classes: 10,
+            }),
+            Model::WideResNet(WideResNetConfig {
+                image: 32,
+                micro_batch: 2,
+                ..WideResNetConfig::default()
+            }),
+            Model::Evoformer(EvoformerConfig {
+                blocks: 2,
+                msa_seqs: 8,
+                residues: 16,
+                c_m: 32,
+                c_z: 16,
+                heads: 4,
+            }),
+        ]
+    }
+
+    /// Structural invariants of every step graph.
+    fn check(g: &Graph, model: &Model, p: &Parallel) {
+        let ctx = g.name().to_string();
+        assert!(!g.is_empty(), "{ctx}");
+        let params = parameters(model, p).unwrap();
+        let mut adam = 0;
+        for id in g.ids() {
+            let op = g.op(id);
+            match op.kind {
+                OpKind::Compute {
+                    flops, bytes, gemm, ..
+                } => {
+                    assert!(bytes > 0 || flops > 0, "{ctx}: {} is empty", op.name);
+                    if let Some(s) = gemm {
+                        assert!(s.b * s.m * s.n * s.k > 0, "{ctx}: {}", op.name);
+                    }
+                }
+                OpKind::Collective { bytes, group, .. } => {
+                    assert!(bytes > 0 && group >= 2, "{ctx}: {}", op.name);
+                }
+            }
+            if op.name.ends_with(".adam") {
+                let OpKind::Compute { bytes, .. } = op.kind else {
+                    panic!()
+                };
+                adam += bytes / step::ADAM_BYTES_PER_PARAM;
+                // Updates come after every backward op.
+                assert!(
+                    g.ops().skip(id.0).all(|o| !o.name.contains(".bwd.")),
+                    "{ctx}"
+                );
+            }
+            // Every compute op but the step's sources reads something.
+            let sources = op.name.contains("zero3.allgather")
+                || op.name.ends_with("embed.fwd.word")
+                || op.name.ends_with("patch_embed.fwd.proj")
+                || op.name.ends_with("stem.fwd.conv1")
+                || op.name.ends_with("block0.fwd.msa_row.ln")
+                || op.name.ends_with("block0.fwd.msa_row.ln_pair");
+            assert!(
+                sources || !g.predecessors(id).is_empty(),
+                "{ctx}: {} reads nothing",
+                op.name
+            );
+        }
+        // Every parameter is updated once (ZeRO: its 1/dp share, rounded up per bucket).
+        match p.zero {
+            Zero::None => assert_eq!(adam, params, "{ctx}"),
+            _ => {
+                let dp = u64::from(p.dp);
+                assert!(
+                    adam * dp >= params && adam * dp < params + dp * 1000,
+                    "{ctx}"
+                );
+            }
+        }
+        // Each forward activation's last reader is not before its producer.
+        for (a, b) in g.dependencies() {
+            assert!(a < b, "{ctx}");
+        }
+    }
+
+    #[test]
+    fn every_model_builds_under_every_plan() {
+        for model in small_models() {
+            for p in plans() {
+                let p = if matches!(model, Model::WideResNet(_)) && (p.tp > 1 || p.pp > 1) {
+                    assert!(build(&model, &p).is_err());
+                    continue;
+                } else {
+                    p
+                };
+                let g = build(&model, &p).unwrap_or_else(|e| panic!("{} {p:?}: {e}", model.name()));
+                check(&g, &model, &p);
+            }
+        }
+    }
+
+    #[test]
+    fn graphs_round_trip_through_json() {
+        for model in small_models() {
+            let p = if matches!(model, Model::WideResNet(_)) {
+                Parallel::new(2, 1, 1).with_zero(Zero::Stage3)
+            } else {
+                Parallel::new(2, 2, 2)
+            };
+            let g = build(&model, &p).unwrap();
+            let text = g.to_json();
+            let back = Graph::from_json(&text).unwrap();
+            assert_eq!(back.name(), g.name());
+            assert_eq!(back.len(), g.len());
+            for id in g.ids() {
+                assert_eq!(g.op(id), back.op(id));
+                assert_eq!(g.inputs(id), back.inputs(id));
+            }
+            assert_eq!(back.to_json(), text);
+        }
+    }
+
+    #[test]
+    fn names_and_defaults() {
+        let names: Vec<&str> = Model::defaults().iter().map(Model::name).collect();
+        assert_eq!(names, ["gpt", "vit", "wide-resnet", "evoformer"]);
+        let g = build(&Model::Gpt(GptConfig::default()), &Parallel::new(2, 4, 2)).unwrap();
+        assert_eq!(g.name(), "gpt-dp2-tp4-pp2-mb4");
+        let g = build(
+            &Model::Gpt(GptConfig::default()),
+            &Parallel::new(8, 1, 1).with_zero(Zero::Stage3),
+        )
+        .unwrap();
+        assert_eq!(g.name(), "gpt-dp8-tp1-pp1-zero3");
+        // The default GPT is a few hundred ops.
+        let g = build(&Model::Gpt(GptConfig::default()), &Parallel::default()).unwrap();
+        assert!((150..600).contains(&g.len()), "{}", g.len());
+        assert_eq!(g.op(OpId(0)).name, "embed.fwd.word");
+        // Serialised models name their kind.
+        let text = serde_json::to_string(&Model::WideResNet(WideResNetConfig::default())).unwrap();
+        assert!(text.contains("\"model\":\"wide-resnet\""), "{text}");
+        let back: Model = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.name(), "wide-resnet");
+    }
+
+    #[test]
+    fn odd_sizes_give_errors_or_graphs_never_panics() {
+        let plans = [
+            Parallel::default(),
+            Parallel::new(2, 2, 1).with_zero(Zero::Stage2),
+            Parallel::new(2, 1, 2).with_microbatches(2),
+            Parallel::new(1, 3, 1),
+            Parallel::new(2, 1, 1)
+                .with_zero(Zero::Stage3)
+                .with_microbatches(2),
+            Parallel::new(1, 1, 2).with_microbatches(1),
+        ];
+        let mut ok = 0;
+        let mut run = |m: Model| {
+            for p in &plans {
+                match build(&m, p) {
+                    Ok(g) => {
+                        check(&g, &m, p);
+                        ok += 1;
+                    }
+                    Err(e) => assert!(matches!(e, GraphError::InvalidModel { .. }), "{e}"),
+                }
+            }
+        };
+        for layers in [0, 1, 2] {
+            for hidden in [0, 8, 12] {
+                for heads in [0, 1, 2, 3] {
+                    for seq in [0, 4] {
+                        for vocab in [0, 7] {
+                            run(Model::Gpt(GptConfig {
+                                layers,
+                                hidden,
+                                heads,
+                                seq,
+                                micro_batch: 1,
+                                vocab,
+                            }));
+                        }
+                        run(Model::Vit(VitConfig {
+                            layers,
+                            hidden,
+                            heads,
+                            image: seq * 2,
+                            patch: seq.min(3),
+                            micro_batch: 1,
+                            classes: 3,
+                        }));
+                        run(Model::Evoformer(EvoformerConfig {
+                            blocks: layers,
+                            msa_seqs: seq,
+                            residues: 6,
+                            c_m: hidden,
+                            c_z: 4,
+                            heads,
+                        }));
+                    }
+                }
+            }
+        }
+        for depth in [0, 26, 50] {
+            for image in [0, 1, 7] {
+                run(Model::WideResNet(WideResNetConfig {
+                    depth,
+                    width: 1,
+                    image,
+                    micro_batch: 1,
+                    classes: 2,
+                }));
+            }
+        }
+        assert!(ok > 30, "{ok}");
+    }
+
+    #[test]
+    fn invalid_plans_are_invalid_models() {
+        for model in small_models() {
+            let e = build(&model, &Parallel::new(1, 1, 1).with_zero(Zero::Stage3)).unwrap_err();
+            assert!(matches!(e, GraphError::InvalidModel { .. }), "{e}");
+            assert!(e.to_string().contains("dp >= 2"), "{e}");
+            let e = build(&model, &Parallel::new(0, 1, 1)).unwrap_err();
+            assert!(e.to_string().contains("dp must be at least 1"), "{e}");
+        }
+    }
+}

@@ -1,0 +1,421 @@
+//! Stream plans: the FIFO order of ops on each stream and the cross-stream waits.
+//!
+//! This is what a framework hands to a GPU: one CUDA stream for compute, one per
+//! communication channel (one channel per link class present, see [`Stream`]), ops launched in
+//! FIFO order on their stream, and an event wait wherever an op needs a result from another
+//! stream. Same-stream dependencies need no wait: FIFO order implies them.
+//!
+//! [`StreamPlan::new`] computes the waits a set of FIFO orders needs and no more: for a
+//! consumer `c` on stream `S` and its producers on stream `T`, one wait on the producer that
+//! comes last in `T`'s order, and none at all when an earlier op of `S` already waited for an
+//! op at or after it in `T` (FIFO on both streams then implies the dependency). Cost:
+//! O((ops + dependencies) * streams).
+//!
+//! [`StreamPlan::validate`] checks a plan (for example one read from a file): every op once,
+//! on its stream; every dependency implied by FIFO order and the waits; and no cycle among FIFO
+//! edges and waits, which would hang a GPU ([`GraphError::Deadlock`] names the cycle).
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::GraphError;
+use crate::ir::{Graph, LinkClass, Op, OpId};
+
+/// A GPU stream of a plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Stream {
+    /// The compute stream.
+    Compute,
+    /// The communication channel of a link class.
+    Comm(LinkClass),
+}
+
+impl Stream {
+    /// The stream an op runs on.
+    pub fn of(op: &Op) -> Stream {
+        match op.link() {
+            None => Stream::Compute,
+            Some(l) => Stream::Comm(l),
+        }
+    }
+
+    /// `compute`, `comm.intra-node` or `comm.inter-node`.
+    pub fn name(self) -> String {
+        match self {
+            Stream::Compute => "compute".to_string(),
+            Stream::Comm(l) => format!("comm.{}", l.as_str()),
+        }
+    }
+
+    /// The inverse of [`Stream::name`].
+    pub fn parse(name: &str) -> Option<Stream> {
+        match name {
+            "compute" => Some(Stream::Compute),
+            "comm.intra-node" => Some(Stream::Comm(LinkClass::IntraNode)),
+            "comm.inter-node" => Some(Stream::Comm(LinkClass::InterNode)),
+            _ => None,
+        }
+    }
+
+    /// The streams a graph uses: compute, then one channel per link class present.
+    pub fn of_graph(graph: &Graph) -> Vec<Stream> {
+        let mut v = vec![Stream::Compute];
+        v.extend(graph.link_classes().into_iter().map(Stream::Comm));
+        v
+    }
+}
+
+/// FIFO orders per stream and the cross-stream waits (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamPlan {
+    /// Each stream with its ops in launch order.
+    pub streams: Vec<(Stream, Vec<OpId>)>,
+    /// `(producer, consumer)`: the consumer's stream waits for the producer's event before
+    /// launching the consumer.
+    pub waits: Vec<(OpId, OpId)>,
+}
+
+/// Position of every op in its stream.
+struct Positions {
+    stream: Vec<usize>,
+    index: Vec<usize>,
+}
+
+impl StreamPlan {
+    /// The plan with the given FIFO orders and the waits they need (see the module docs).
+    /// Errors when an op is missing, repeated or on the wrong stream, or when the orders
+    /// deadlock.
+    pub fn new(graph: &Graph, streams: Vec<(Stream, Vec<OpId>)>) -> Result<StreamPlan, GraphError> {
+        let pos = positions(graph, &streams)?;
+        let mut waits = Vec::new();
+        for (s, (_, order)) in streams.iter().enumerate() {
+            // synced[t]: the latest position of stream t some earlier op of s waited for.
+            let mut synced: Vec<Option<usize>> = vec![None; streams.len()];
+            for &c in order {
+                let mut need: Vec<Option<OpId>> = vec![None; streams.len()];
+                for p in graph.predecessors(c) {
+                    let t = pos.stream[p.0];
+                    if t == s {
+                        continue;
+                    }
+                    if need[t].is_none_or(|q| pos.index[q.0] < pos.index[p.0]) {
+                        need[t] = Some(p);
+                    }
+                }
+                for (t, p) in need.into_iter().enumerate() {
+                    if let Some(p) = p {
+                        if synced[t].is_none_or(|i| i < pos.index[p.0]) {
+                            synced[t] = Some(pos.index[p.0]);
+                            waits.push((p, c));
+                        }
+                    }
+                }
+            }
+        }
+        let plan = StreamPlan { streams, waits };
+        plan.validate(graph)?;
+        Ok(plan)
+    }
+
+    /// The plan whose FIFO orders follow `order` (a permutation of the graph's ops): each
+    /// stream gets the ops of `order` that run on it, in that order.
+    pub fn from_order(graph: &Graph, order: &[OpId]) -> Result<StreamPlan, GraphError> {
+        let mut streams: Vec<(Stream, Vec<OpId>)> = Stream::of_graph(graph)
+            .into_iter()
+            .map(|s| (s, Vec::new()))
+            .collect();
+        for &o in order {
+            if o.0 >= graph.len() {
+                return Err(GraphError::InvalidPlan {
+                    reason: format!("op #{} is not in the graph ({} ops)", o.0, graph.len()),
+                });
+            }
+            let s = Stream::of(graph.op(o));
+            let slot = streams
+                .iter_mut()
+                .find(|(t, _)| *t == s)
+                .expect("stream of the graph");
+            slot.1.push(o);
+        }
+        StreamPlan::new(graph, streams)
+    }
+
+    /// The plan that launches the ops of each stream by start time (ties by program order),
+    /// e.g. from a solver's schedule.
+    pub fn from_starts(graph: &Graph, starts: &[u64]) -> Result<StreamPlan, GraphError> {
+        if starts.len() != graph.len() {
+            return Err(GraphError::InvalidPlan {
+                reason: format!("{} start times for {} ops", starts.len(), graph.len()),
+            });
+        }
+        let mut order: Vec<OpId> = graph.ids().collect();
+        order.sort_by_key(|o| (starts[o.0], o.0));
+        StreamPlan::from_order(graph, &order)
+    }
+
+    /// Program order: every stream follows the graph's op order.
+    pub fn program_order(graph: &Graph) -> Result<StreamPlan, GraphError> {
+        let order: Vec<OpId> = graph.ids().collect();
+        StreamPlan::from_order(graph, &order)
+    }
+
+    /// Checks the plan against its graph (see the module docs).
+    pub fn validate(&self, graph: &Graph) -> Result<(), GraphError> {
+        let pos = positions(graph, &self.streams)?;
+        let n = graph.len();
+        let streams = self.streams.len();
+        // The latest position of stream t that op c or an earlier op of c's stream waited for.
+        let mut waited: Vec<Vec<Option<usize>>> = vec![vec![None; streams]; n];
+        for &(p, c) in &self.waits {
+            for o in [p, c] {
+                if o.0 >= n {
+                    return Err(GraphError::InvalidPlan {
+                        reason: format!("a wait names op #{}, not in the graph", o.0),
+                    });
+                }
+            }
+            let t = pos.stream[p.0];
+            if t == pos.stream[c.0] {
+                return Err(GraphError::InvalidPlan {
+                    reason: format!(
+                        "`{}` waits for `{}` on its own stream",
+                        graph.op(c).name,
+                        graph.op(p).name
+                    ),
+                });
+            }
+            let w = &mut waited[c.0][t];
+            if w.is_none_or(|i| i < pos.index[p.0]) {
+                *w = Some(pos.index[p.0]);
+            }
+        }
+        for (_, order) in &self.streams {
+            for k in 1..order.len() {
+                let prev = waited[order[k - 1].0].clone();
+                for (cur, p) in waited[order[k].0].iter_mut().zip(prev) {
+                    if p > *cur {
+                        *cur = p;
+                    }
+                }
+            }
+        }
+        for (p, c) in graph.dependencies() {
+            let (t, s) = (pos.stream[p.0], pos.stream[c.0]);
+            let ok = if t == s {
+                pos.index[p.0] < pos.index[c.0]
+            } else {
+                waited[c.0][t].is_some_and(|i| i >= pos.index[p.0])
+            };
+            if !ok {
+                let why = if t == s {
+                    "comes after it on their stream"
+                } else {
+                    "has no wait that covers it"
+                };
+                // A same-stream inversion or an uncovered dependency: report a cycle when the
+                // orders and waits have one, as that is what a GPU would do with it.
+                self.find_cycle(graph)?;
+                return Err(GraphError::InvalidPlan {
+                    reason: format!(
+                        "`{}` reads `{}`, which {why}",
+                        graph.op(c).name,
+                        graph.op(p).name
+                    ),
+                });
+            }
+        }
+        self.find_cycle(graph)
+    }
+
+    /// Kahn's algorithm over FIFO edges and waits; on a cycle, names it.
+    fn find_cycle(&self, graph: &Graph) -> Result<(), GraphError> {
+        let n = graph.len();
+        let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (_, order) in &self.streams {
+            for w in order.windows(2) {
+                out[w[0].0].push(w[1].0);
+            }
+        }
+        for &(p, c) in &self.waits {
+            out[p.0].push(c.0);
+        }
+        let mut indeg = vec![0usize; n];
+        for v in out.iter().flatten() {
+            indeg[*v] += 1;
+        }
+        let mut stack: Vec<usize> = (0..n).filter(|&v| indeg[v] == 0).collect();
+        let mut seen = 0;
+        while let Some(v) = stack.pop() {
+            seen += 1;
+            for &w in &out[v] {
+                indeg[w] -= 1;
+                if indeg[w] == 0 {
+                    stack.push(w);
+                }
+            }
+        }
+        if seen == n {
+            return Ok(());
+        }
+        // Walk backwards inside the remaining (cyclic) part until a node repeats.
+        let mut pred: Vec<Option<usize>> = vec![None; n];
+        for v in 0..n {
+            for &w in &out[v] {
+                if indeg[w] > 0 && indeg[v] > 0 {
+                    pred[w] = Some(v);
+                }
+            }
+        }
+        let start = (0..n)
+            .find(|&v| indeg[v] > 0)
+            .expect("a node left on a cycle");
+        let mut visited = vec![false; n];
+        let mut v = start;
+        while !visited[v] {
+            visited[v] = true;
+            v = pred[v].expect("every node on a cycle has a predecessor on it");
+        }
+        let mut cycle = vec![v];
+        let mut u = pred[v].expect("cycle");
+        while u != v {
+            cycle.push(u);
+            u = pred[u].expect("cycle");
+        }
+        cycle.push(v);
+        cycle.reverse();
+        Err(GraphError::Deadlock {
+            cycle: cycle
+                .iter()
+                .map(|&o| format!("`{}`", graph.op(OpId(o)).name))
+                .collect::<Vec<_>>()
+                .join(" -> "),
+        })
+    }
+
+    /// The native JSON form: stream names with op names, and waits as name pairs.
+    pub fn to_json(&self, graph: &Graph) -> String {
+        let record = PlanRecord {
+            format: PLAN_FORMAT.to_string(),
+            version: 1,
+            graph: graph.name().to_string(),
+            streams: self
+                .streams
+                .iter()
+                .map(|(s, ops)| StreamRecord {
+                    stream: s.name(),
+                    ops: ops.iter().map(|o| graph.op(*o).name.clone()).collect(),
+                })
+                .collect(),
+            waits: self
+                .waits
+                .iter()
+                .map(|(p, c)| (graph.op(*p).name.clone(), graph.op(*c).name.clone()))
+                .collect(),
+        };
+        serde_json::to_string_pretty(&record).expect("a plan always serialises")
+    }
+
+    /// Reads [`StreamPlan::to_json`]'s format for `graph` and validates it.
+    pub fn from_json(graph: &Graph, text: &str) -> Result<StreamPlan, GraphError> {
+        let r: PlanRecord = serde_json::from_str(text).map_err(|e| GraphError::Json {
+            line: e.line(),
+            column: e.column(),
+            message: e.to_string(),
+        })?;
+        if r.format != PLAN_FORMAT || r.version != 1 {
+            return Err(GraphError::InvalidPlan {
+                reason: format!(
+                    "format `{}` version {} (expected `{PLAN_FORMAT}` version 1)",
+                    r.format, r.version
+                ),
+            });
+        }
+        let find = |name: &str| {
+            graph.find(name).ok_or_else(|| GraphError::InvalidPlan {
+                reason: format!("op `{name}` is not in graph `{}`", graph.name()),
+            })
+        };
+        let mut streams = Vec::new();
+        for s in &r.streams {
+            let stream = Stream::parse(&s.stream).ok_or_else(|| GraphError::InvalidPlan {
+                reason: format!("unknown stream `{}`", s.stream),
+            })?;
+            let ops = s
+                .ops
+                .iter()
+                .map(|n| find(n))
+                .collect::<Result<Vec<_>, _>>()?;
+            streams.push((stream, ops));
+        }
+        let waits = r
+            .waits
+            .iter()
+            .map(|(p, c)| Ok((find(p)?, find(c)?)))
+            .collect::<Result<Vec<_>, GraphError>>()?;
+        let plan = StreamPlan { streams, waits };
+        plan.validate(graph)?;
+        Ok(plan)
+    }
+}
+
+const PLAN_FORMAT: &str = "concerto-plan";
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PlanRecord {
+    format: String,
+    version: u32,
+    graph: String,
+    streams: Vec<StreamRecord>,
+    waits: Vec<(String, String)>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StreamRecord {
+    stream: String,
+    ops: Vec<String>,
+}
+
+fn positions(graph: &Graph, streams: &[(Stream, Vec<OpId>)]) -> Result<Positions, GraphError> {
+    let n = graph.len();
+    let mut stream = vec![usize::MAX; n];
+    let mut index = vec![usize::MAX; n];
+    for (s, (kind, order)) in streams.iter().enumerate() {
+        if streams[..s].iter().any(|(k, _)| k == kind) {
+            return Err(GraphError::InvalidPlan {
+                reason: format!("stream `{}` appears twice", kind.name()),
+            });
+        }
+        for (i, &o) in order.iter().enumerate() {
+            if o.0 >= n {
+                return Err(GraphError::InvalidPlan {
+                    reason: format!("op #{} is not in the graph ({n} ops)", o.0),
+                });
+            }
+            let op = graph.op(o);
+            if stream[o.0] != usize::MAX {
+                return Err(GraphError::InvalidPlan {
+                    reason: format!("op `{}` is planned twice", op.name),
+                });
+            }
+            if Stream::of(op) != *kind {
+                return Err(GraphError::InvalidPlan {
+                    reason: format!(
+                        "op `{}` runs on `{}`, not `{}`",
+                        op.name,
+                        Stream::of(op).name(),
+                        kind.name()
+                    ),
+                });
+            }
+            stream[o.0] = s;
+            index[o.0] = i;
+        }
+    }
+    if let Some(o) = stream.iter().position(|&s| s == usize::MAX) {
+        return Err(GraphError::InvalidPlan {
+            reason: format!("op `{}` is not planned", graph.op(OpId(o)).name),
+        });
+    }
+    Ok(Positions { stream, index })
+}
