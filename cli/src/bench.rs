@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 
+use crate::graphs_bench::{self, GraphsArgs};
 use crate::psplib_bench::{self, PsplibArgs};
 use crate::scale_bench::{self, ScaleArgs};
 use crate::Failure;
@@ -15,11 +16,15 @@ pub(crate) enum BenchCommand {
     /// The odd-even driver on generated DL-like training steps of growing size, against the
     /// plain heuristic given the same wall time.
     Scale(ScaleArgs),
+    /// Every scheduler (program order, lhs, inductor, concerto) on model x parallelism
+    /// configurations; exit 1 if concerto is worse than a baseline anywhere.
+    Graphs(GraphsArgs),
 }
 
 pub(crate) fn run(cmd: BenchCommand) -> Result<(), Failure> {
     match cmd {
         BenchCommand::Psplib(args) => psplib_bench::run(&args),
         BenchCommand::Scale(args) => scale_bench::run(&args),
+        BenchCommand::Graphs(args) => graphs_bench::run(&args),
     }
 }

@@ -10,6 +10,9 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod check;
+mod graphs_bench;
+mod model;
+mod optimize;
 mod psplib_bench;
 mod scale_bench;
 mod solve;
@@ -29,6 +32,11 @@ enum Command {
     Solve(solve::SolveArgs),
     /// Check a schedule (JSON) against a problem; exit 1 and list violations if invalid.
     Check(check::CheckArgs),
+    /// Build a training-step graph of a model under a parallel plan.
+    Model(model::ModelArgs),
+    /// Schedule a training-step graph; compare with program order, an XLA-LHS-like and an
+    /// Inductor-like scheduler under the simulator.
+    Optimize(optimize::OptimizeArgs),
     /// Benchmarks over instance sets.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -55,6 +63,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Solve(args) => solve::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Model(args) => model::run(&args),
+        Command::Optimize(args) => optimize::run(&args),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Solvers => {
             solve::list_solvers();

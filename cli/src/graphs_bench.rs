@@ -1,0 +1,229 @@
+//! `concerto bench graphs`: every scheduler on model x parallelism configurations.
+
+use clap::Args;
+use concerto_graph::models::{
+    self, EvoformerConfig, GptConfig, Model, Parallel, VitConfig, WideResNetConfig, Zero,
+};
+use concerto_graph::trace;
+use serde::Serialize;
+
+use crate::optimize::OptimizeOpts;
+use crate::table::Table;
+use crate::Failure;
+
+/// Arguments of `concerto bench graphs`.
+#[derive(Args, Debug)]
+pub(crate) struct GraphsArgs {
+    #[command(flatten)]
+    pub(crate) opts: OptimizeOpts,
+    /// Only the configurations whose name contains this.
+    #[arg(long, value_name = "PATTERN")]
+    pub(crate) only: Option<String>,
+    /// Print one JSON array instead of the table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// A benchmark configuration.
+pub(crate) struct Config {
+    pub(crate) name: &'static str,
+    pub(crate) model: Model,
+    pub(crate) parallel: Parallel,
+}
+
+fn parallel(pp: u32, tp: u32, dp: u32, zero: Zero) -> Parallel {
+    Parallel {
+        dp,
+        tp,
+        pp,
+        zero,
+        microbatches: if pp > 1 { 2 * pp } else { 1 },
+        ..Parallel::default()
+    }
+}
+
+/// The configurations: the Concerto paper's GPT plans ((pp, tp, dp) = (1,16,1), (1,8,2),
+/// (2,4,2)) and ZeRO-3 on 8/16/32 GPUs, plus ViT, Wide ResNet and Evoformer.
+pub(crate) fn configs() -> Vec<Config> {
+    let gpt = GptConfig::default();
+    let small_gpt = GptConfig {
+        layers: 8,
+        hidden: 2048,
+        heads: 16,
+        seq: 2048,
+        micro_batch: 4,
+        ..GptConfig::default()
+    };
+    vec![
+        Config {
+            name: "gpt-tp8",
+            model: Model::Gpt(gpt.clone()),
+            parallel: parallel(1, 8, 1, Zero::None),
+        },
+        Config {
+            name: "gpt-pp1-tp16-dp1",
+            model: Model::Gpt(gpt.clone()),
+            parallel: parallel(1, 16, 1, Zero::None),
+        },
+        Config {
+            name: "gpt-pp1-tp8-dp2",
+            model: Model::Gpt(gpt.clone()),
+            parallel: parallel(1, 8, 2, Zero::None),
+        },
+        Config {
+            name: "gpt-pp2-tp4-dp2",
+            model: Model::Gpt(gpt),
+            parallel: parallel(2, 4, 2, Zero::None),
+        },
+        Config {
+            name: "gpt-zero3-dp8",
+            model: Model::Gpt(small_gpt.clone()),
+            parallel: parallel(1, 1, 8, Zero::Stage3),
+        },
+        Config {
+            name: "gpt-zero3-dp16",
+            model: Model::Gpt(small_gpt.clone()),
+            parallel: parallel(1, 1, 16, Zero::Stage3),
+        },
+        Config {
+            name: "gpt-zero3-dp32",
+            model: Model::Gpt(small_gpt.clone()),
+            parallel: parallel(1, 1, 32, Zero::Stage3),
+        },
+        Config {
+            name: "gpt-zero2-dp16",
+            model: Model::Gpt(small_gpt),
+            parallel: parallel(1, 1, 16, Zero::Stage2),
+        },
+        Config {
+            name: "vit-tp4-dp2",
+            model: Model::Vit(VitConfig::default()),
+            parallel: parallel(1, 4, 2, Zero::None),
+        },
+        Config {
+            name: "wide-resnet-dp16",
+            model: Model::WideResNet(WideResNetConfig::default()),
+            parallel: parallel(1, 1, 16, Zero::None),
+        },
+        Config {
+            name: "evoformer-dap4-dp2",
+            model: Model::Evoformer(EvoformerConfig::default()),
+            parallel: parallel(1, 4, 2, Zero::None),
+        },
+    ]
+}
+
+#[derive(Serialize)]
+struct Row {
+    config: &'static str,
+    ops: usize,
+    collectives: usize,
+    lower_bound_ns: u64,
+    program_order_ns: u64,
+    lhs_ns: u64,
+    inductor_ns: u64,
+    optimized_ns: u64,
+    exposed_comm_ns: u64,
+    peak_memory_bytes: u64,
+    gain_vs_best_baseline_pct: f64,
+    gap_to_bound_pct: f64,
+    origin: &'static str,
+    solver_status: String,
+    trace_events: usize,
+    time_s: f64,
+}
+
+pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
+    let mut rows = Vec::new();
+    let mut worse = Vec::new();
+    for c in configs() {
+        if args.only.as_deref().is_some_and(|p| !c.name.contains(p)) {
+            continue;
+        }
+        let graph = models::build(&c.model, &c.parallel)?;
+        let r = args.opts.run(&graph)?;
+        let timelines: Vec<_> = r
+            .results
+            .iter()
+            .map(|s| (s.scheduler, &s.timeline))
+            .collect();
+        let events = trace::validate_chrome_trace(&trace::chrome_trace(&graph, &timelines))
+            .map_err(|e| anyhow::anyhow!("{}: invalid Chrome trace: {e}", c.name))?;
+        let get = |name: &str| r.get(name).map_or(0, |s| s.makespan_ns());
+        let best = r.best_baseline_ns();
+        let opt = r.concerto().makespan_ns();
+        if r.results.iter().any(|s| opt > s.makespan_ns()) {
+            worse.push(c.name);
+        }
+        let row = Row {
+            config: c.name,
+            ops: r.ops,
+            collectives: r.collectives,
+            lower_bound_ns: r.lower_bound_ns,
+            program_order_ns: get("program-order"),
+            lhs_ns: get("lhs"),
+            inductor_ns: get("inductor"),
+            optimized_ns: opt,
+            exposed_comm_ns: r.concerto().exposed_comm_ns,
+            peak_memory_bytes: r.concerto().peak_memory_bytes,
+            gain_vs_best_baseline_pct: (1.0 - opt as f64 / best as f64) * 100.0,
+            gap_to_bound_pct: (opt as f64 / r.lower_bound_ns as f64 - 1.0) * 100.0,
+            origin: r.origin,
+            solver_status: r.solver_status.to_string(),
+            trace_events: events,
+            time_s: r.time.as_secs_f64(),
+        };
+        if !args.json {
+            eprintln!(
+                "{}: {} ops, concerto {:.3} ms vs best baseline {:.3} ms ({:.1} s)",
+                row.config,
+                row.ops,
+                opt as f64 / 1e6,
+                best as f64 / 1e6,
+                row.time_s
+            );
+        }
+        rows.push(row);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string(&rows)?);
+    } else {
+        let mut t = Table::new(&[
+            "config",
+            "ops",
+            "bound_ms",
+            "program_ms",
+            "lhs_ms",
+            "inductor_ms",
+            "concerto_ms",
+            "gain_vs_best",
+            "above_bound",
+            "exposed_ms",
+            "plan",
+            "time_s",
+        ]);
+        let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
+        for r in &rows {
+            t.row(vec![
+                r.config.to_string(),
+                r.ops.to_string(),
+                ms(r.lower_bound_ns),
+                ms(r.program_order_ns),
+                ms(r.lhs_ns),
+                ms(r.inductor_ns),
+                ms(r.optimized_ns),
+                format!("{:.2}%", r.gain_vs_best_baseline_pct),
+                format!("{:.2}%", r.gap_to_bound_pct),
+                ms(r.exposed_comm_ns),
+                r.origin.to_string(),
+                format!("{:.1}", r.time_s),
+            ]);
+        }
+        print!("{}", t.render());
+    }
+    if !worse.is_empty() {
+        eprintln!("concerto is worse than a baseline on: {}", worse.join(", "));
+        return Err(Failure::Rejected);
+    }
+    Ok(())
+}

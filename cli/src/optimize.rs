@@ -1,0 +1,318 @@
+//! `concerto optimize`: schedule a training-step graph and compare with the baselines.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use clap::Args;
+use concerto_graph::optimize::{self, OptimizeConfig, Optimized};
+use concerto_graph::{trace, Graph, Hardware};
+use concerto_rcpsp::OddEvenConfig;
+use serde::Serialize;
+
+use crate::model::read_graph;
+use crate::solve::{default_solver, registry, time_limit};
+use crate::table::Table;
+use crate::Failure;
+
+/// Arguments of `concerto optimize`.
+#[derive(Args, Debug)]
+pub(crate) struct OptimizeArgs {
+    /// The graph: a native `.json` graph (`concerto model ... -o FILE` writes one).
+    pub(crate) graph: PathBuf,
+    #[command(flatten)]
+    pub(crate) opts: OptimizeOpts,
+    /// Write a Chrome trace (Perfetto) of every scheduler's timeline.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) trace: Option<PathBuf>,
+    /// Write an SVG Gantt chart of every scheduler's timeline.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) svg: Option<PathBuf>,
+    /// Write concerto's stream plan (JSON) for `concerto run-cuda` and other executors.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) plan: Option<PathBuf>,
+    /// Re-simulate every plan with durations perturbed by up to +-PCT % (seeded).
+    #[arg(long, value_name = "PCT")]
+    pub(crate) noise: Option<f64>,
+    /// Samples of `--noise`.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub(crate) samples: usize,
+    /// Print one JSON object instead of the table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Options shared by `concerto optimize` and `concerto bench graphs`.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct OptimizeOpts {
+    /// Hardware profile: `h100` (measured tables) or `a800` (roofline, the paper's cluster).
+    #[arg(long, default_value = "h100")]
+    pub(crate) hardware: String,
+    /// Compute slowdown while a collective runs (default: the profile's).
+    #[arg(long, value_name = "X")]
+    pub(crate) contention: Option<f64>,
+    /// The exact solver of the windows (`concerto solvers` lists them).
+    #[arg(long, default_value_t = default_solver().to_string())]
+    pub(crate) solver: String,
+    /// Ops per odd-even block (a window holds two blocks).
+    #[arg(long, value_name = "B", default_value_t = OptimizeConfig::default().oddeven.block)]
+    pub(crate) window: usize,
+    /// Odd-even rounds.
+    #[arg(long, value_name = "K", default_value_t = OptimizeConfig::default().oddeven.rounds)]
+    pub(crate) rounds: usize,
+    /// Time limit of each window's solve, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = OptimizeConfig::default().oddeven.window_time_limit.as_secs_f64())]
+    pub(crate) window_time_limit: f64,
+    /// Overall time limit of the solve, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub(crate) time_limit: f64,
+    /// How far the Inductor-like baseline moves an op, in program positions.
+    #[arg(long, value_name = "N", default_value_t = concerto_graph::baselines::INDUCTOR_DISTANCE)]
+    pub(crate) inductor_distance: usize,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) seed: u64,
+    /// Worker threads (windows of one pass in parallel).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) threads: usize,
+}
+
+impl OptimizeOpts {
+    pub(crate) fn hardware(&self) -> anyhow::Result<Hardware> {
+        let hw = Hardware::by_name(&self.hardware)?;
+        Ok(match self.contention {
+            Some(c) => hw.with_contention(c)?,
+            None => hw,
+        })
+    }
+
+    pub(crate) fn config(&self) -> anyhow::Result<OptimizeConfig> {
+        if self.window == 0 {
+            anyhow::bail!("--window must be at least 1");
+        }
+        if self.threads == 0 {
+            anyhow::bail!("--threads must be at least 1");
+        }
+        let window_time_limit = time_limit(Some(self.window_time_limit))
+            .map_err(|_| {
+                anyhow::anyhow!("--window-time-limit must be a positive number of seconds")
+            })?
+            .expect("given");
+        Ok(OptimizeConfig {
+            oddeven: OddEvenConfig {
+                block: self.window,
+                rounds: self.rounds,
+                window_time_limit,
+                ..OptimizeConfig::default().oddeven
+            },
+            time_limit: time_limit(Some(self.time_limit))?,
+            seed: self.seed,
+            threads: self.threads,
+            inductor_distance: self.inductor_distance,
+        })
+    }
+
+    pub(crate) fn run(&self, graph: &Graph) -> anyhow::Result<Optimized> {
+        let hardware = self.hardware()?;
+        let config = self.config()?;
+        let solver = registry().get(&self.solver)?;
+        Ok(optimize::optimize(graph, &hardware, solver, &config)?)
+    }
+}
+
+/// One scheduler in the JSON report.
+#[derive(Serialize)]
+struct SchedulerJson {
+    makespan_ns: u64,
+    exposed_comm_ns: u64,
+    peak_memory_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    noise_mean_ns: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    noise_worst_ns: Option<u64>,
+}
+
+/// The JSON report of `concerto optimize`.
+#[derive(Serialize)]
+pub(crate) struct OptimizeJson {
+    graph: String,
+    hardware: String,
+    contention: f64,
+    ops: usize,
+    collectives: usize,
+    lower_bound_ns: u64,
+    program_order_ns: u64,
+    lhs_ns: u64,
+    inductor_ns: u64,
+    optimized_ns: u64,
+    exposed_comm_ns: u64,
+    peak_memory_bytes: u64,
+    time_s: f64,
+    origin: &'static str,
+    solver: String,
+    solver_status: String,
+    solver_makespan_ns: u64,
+    start_makespan_ns: u64,
+    schedulers: std::collections::BTreeMap<&'static str, SchedulerJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    noise_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    noise_samples: Option<usize>,
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+fn pct(a: u64, b: u64) -> String {
+    if b == 0 {
+        "-".into()
+    } else {
+        format!("{:+.1}%", (a as f64 / b as f64 - 1.0) * 100.0)
+    }
+}
+
+pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
+    let graph = read_graph(&args.graph)?;
+    let hardware = args.opts.hardware()?;
+    let r = args
+        .opts
+        .run(&graph)
+        .with_context(|| format!("optimizing {}", args.graph.display()))?;
+    let noise = match args.noise {
+        Some(p) => {
+            let plans: Vec<_> = r.results.iter().map(|s| &s.plan).collect();
+            Some(optimize::noise(
+                &graph,
+                &plans,
+                &r.durations,
+                r.contention,
+                p,
+                args.samples,
+                args.opts.seed,
+            )?)
+        }
+        None => None,
+    };
+    let timelines: Vec<(&str, &concerto_graph::Timeline)> = r
+        .results
+        .iter()
+        .map(|s| (s.scheduler, &s.timeline))
+        .collect();
+    if let Some(path) = &args.trace {
+        write(path, &trace::chrome_trace_string(&graph, &timelines))?;
+    }
+    if let Some(path) = &args.svg {
+        write(path, &trace::svg_gantt(&graph, &timelines))?;
+    }
+    if let Some(path) = &args.plan {
+        write(path, &r.concerto().plan.to_json(&graph))?;
+    }
+    let get = |name: &str| r.get(name).map_or(0, |s| s.makespan_ns());
+    if args.json {
+        let c = r.concerto();
+        let report = OptimizeJson {
+            graph: graph.name().to_string(),
+            hardware: hardware.name.clone(),
+            contention: r.contention,
+            ops: r.ops,
+            collectives: r.collectives,
+            lower_bound_ns: r.lower_bound_ns,
+            program_order_ns: get("program-order"),
+            lhs_ns: get("lhs"),
+            inductor_ns: get("inductor"),
+            optimized_ns: c.makespan_ns(),
+            exposed_comm_ns: c.exposed_comm_ns,
+            peak_memory_bytes: c.peak_memory_bytes,
+            time_s: r.time.as_secs_f64(),
+            origin: r.origin,
+            solver: r.solver.clone(),
+            solver_status: r.solver_status.to_string(),
+            solver_makespan_ns: r.solver_makespan_ns,
+            start_makespan_ns: r.start_makespan_ns,
+            schedulers: r
+                .results
+                .iter()
+                .enumerate()
+                .map(|(i, s)| {
+                    (
+                        s.scheduler,
+                        SchedulerJson {
+                            makespan_ns: s.makespan_ns(),
+                            exposed_comm_ns: s.exposed_comm_ns,
+                            peak_memory_bytes: s.peak_memory_bytes,
+                            noise_mean_ns: noise.as_ref().map(|n| n[i].mean_ns),
+                            noise_worst_ns: noise.as_ref().map(|n| n[i].worst_ns),
+                        },
+                    )
+                })
+                .collect(),
+            noise_pct: args.noise,
+            noise_samples: args.noise.map(|_| args.samples),
+        };
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
+    println!(
+        "graph        {} ({} ops, {} collectives)",
+        graph.name(),
+        r.ops,
+        r.collectives
+    );
+    println!(
+        "hardware     {} (compute {:.2}x slower while a collective runs)",
+        hardware.name, r.contention
+    );
+    println!(
+        "lower bound  {} ms  (max of critical path and busiest stream)",
+        ms(r.lower_bound_ns)
+    );
+    let mut header = vec![
+        "scheduler",
+        "makespan_ms",
+        "vs_program_order",
+        "above_bound",
+        "exposed_comm_ms",
+        "peak_mem_GiB",
+    ];
+    if noise.is_some() {
+        header.extend(["noise_mean_ms", "noise_worst_ms"]);
+    }
+    let mut table = Table::new(&header);
+    let po = get("program-order");
+    for (i, s) in r.results.iter().enumerate() {
+        let mut row = vec![
+            s.scheduler.to_string(),
+            ms(s.makespan_ns()),
+            pct(s.makespan_ns(), po),
+            pct(s.makespan_ns(), r.lower_bound_ns),
+            ms(s.exposed_comm_ns),
+            format!("{:.2}", s.peak_memory_bytes as f64 / (1u64 << 30) as f64),
+        ];
+        if let Some(n) = &noise {
+            row.push(format!("{:.3}", n[i].mean_ns / 1e6));
+            row.push(ms(n[i].worst_ns));
+        }
+        table.row(row);
+    }
+    print!("{}", table.render());
+    println!(
+        "solver       {}: {} (contention-free {} ms from a {} ms start); concerto's plan: {}",
+        r.solver,
+        r.solver_status,
+        ms(r.solver_makespan_ns),
+        ms(r.start_makespan_ns),
+        r.origin
+    );
+    if let Some(p) = args.noise {
+        println!(
+            "noise        +-{p}% on every duration, {} samples, seed {}",
+            args.samples, args.opts.seed
+        );
+    }
+    println!("time         {:.2} s", r.time.as_secs_f64());
+    Ok(())
+}
+
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}

@@ -1,0 +1,199 @@
+//! `concerto model`, `concerto optimize` and `concerto bench graphs` end to end.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn concerto(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_concerto"))
+        .args(args)
+        .output()
+        .expect("the binary runs")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("concerto-graphs-{}-{test}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    dir
+}
+
+/// A small GPT with tensor parallelism, written to `dir/gpt.json`.
+fn small_gpt(dir: &std::path::Path) -> String {
+    let path = dir.join("gpt.json").display().to_string();
+    let o = concerto(&[
+        "model", "gpt", "--layers", "2", "--hidden", "1024", "--heads", "16", "--seq", "1024",
+        "--tp", "4", "--dp", "2", "-o", &path,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("all-reduce"), "{}", stdout(&o));
+    path
+}
+
+#[test]
+fn optimize_json_has_the_documented_keys_and_concerto_is_never_worse() {
+    let dir = scratch("json");
+    let graph = small_gpt(&dir);
+    let trace = dir.join("t.json");
+    let svg = dir.join("t.svg");
+    let plan = dir.join("plan.json");
+    let o = concerto(&[
+        "optimize",
+        &graph,
+        "--time-limit",
+        "2",
+        "--json",
+        "--trace",
+        &trace.display().to_string(),
+        "--svg",
+        &svg.display().to_string(),
+        "--plan",
+        &plan.display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    for key in [
+        "ops",
+        "lower_bound_ns",
+        "program_order_ns",
+        "lhs_ns",
+        "inductor_ns",
+        "optimized_ns",
+        "exposed_comm_ns",
+        "peak_memory_bytes",
+        "time_s",
+    ] {
+        assert!(v.get(key).is_some(), "missing `{key}` in {v}");
+    }
+    let opt = v["optimized_ns"].as_u64().unwrap();
+    for key in ["program_order_ns", "lhs_ns", "inductor_ns"] {
+        assert!(opt <= v[key].as_u64().unwrap(), "{key}: {v}");
+    }
+    assert!(opt >= v["lower_bound_ns"].as_u64().unwrap());
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let events = concerto_graph::trace::validate_chrome_trace(&t).expect("a valid trace");
+    assert_eq!(events, 4 * v["ops"].as_u64().unwrap() as usize);
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(
+        svg.starts_with("<svg") || svg.starts_with("<?xml"),
+        "{}",
+        &svg[..40]
+    );
+    // The plan file reads back against the graph.
+    let g = concerto_graph::Graph::from_json(&std::fs::read_to_string(&graph).unwrap()).unwrap();
+    concerto_graph::StreamPlan::from_json(&g, &std::fs::read_to_string(&plan).unwrap())
+        .expect("the written plan is valid");
+}
+
+#[test]
+fn noise_reports_mean_and_worst_per_scheduler() {
+    let dir = scratch("noise");
+    let graph = small_gpt(&dir);
+    let o = concerto(&[
+        "optimize",
+        &graph,
+        "--time-limit",
+        "1",
+        "--noise",
+        "10",
+        "--samples",
+        "100",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("noise_mean_ms") && out.contains("noise_worst_ms"),
+        "{out}"
+    );
+    for s in ["program-order", "lhs", "inductor", "concerto"] {
+        assert!(out.contains(s), "{out}");
+    }
+    let o = concerto(&[
+        "optimize",
+        &graph,
+        "--time-limit",
+        "1",
+        "--noise",
+        "10",
+        "--samples",
+        "20",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    for s in ["program-order", "lhs", "inductor", "concerto"] {
+        let row = &v["schedulers"][s];
+        let mean = row["noise_mean_ns"].as_f64().unwrap();
+        let worst = row["noise_worst_ns"].as_u64().unwrap();
+        assert!(mean > 0.0 && worst as f64 >= mean, "{s}: {row}");
+    }
+}
+
+#[test]
+fn bad_input_gets_errors_that_name_the_place() {
+    let dir = scratch("errors");
+    let graph = small_gpt(&dir);
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["optimize", &graph, "--hardware", "tpu"],
+            "unknown hardware `tpu`",
+        ),
+        (
+            vec!["optimize", &graph, "--time-limit", "0"],
+            "--time-limit",
+        ),
+        (
+            vec!["optimize", &graph, "--contention", "0.5"],
+            "contention",
+        ),
+        (
+            vec!["model", "gpt", "--zero", "1"],
+            "--zero must be 0, 2 or 3",
+        ),
+        (vec!["model", "gpt", "--tp", "3"], "tp"),
+        (
+            vec!["optimize", "/nonexistent/graph.json"],
+            "/nonexistent/graph.json",
+        ),
+    ];
+    for (args, needle) in cases {
+        let o = concerto(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(needle), "{args:?}: {}", stderr(&o));
+    }
+    let bad = dir.join("bad.json");
+    std::fs::write(
+        &bad,
+        "{\"format\": \"concerto-graph\",\n \"version\": 1,\n \"ops\": [}",
+    )
+    .unwrap();
+    let o = concerto(&["optimize", &bad.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("line 3"), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_graphs_runs_a_configuration() {
+    let o = concerto(&[
+        "bench",
+        "graphs",
+        "--only",
+        "evoformer",
+        "--time-limit",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    let r = &rows[0];
+    assert!(r["optimized_ns"].as_u64() <= r["lhs_ns"].as_u64());
+    assert!(r["trace_events"].as_u64().unwrap() > 0);
+}
