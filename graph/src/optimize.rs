@@ -6,7 +6,9 @@
 //! 3. Lower the graph to an RCPSP ([`lower`]) and solve it with the odd-even driver
 //!    ([`concerto_rcpsp::OddEven`]) around an exact solver, starting from the best baseline's
 //!    contention-free timeline (a valid schedule of the lowered problem), so the solver can
-//!    only improve on it.
+//!    only improve on it. When the driver converges with more than half the time limit left,
+//!    it runs again from its result with blocks twice as large, up to
+//!    [`OptimizeConfig::max_block`].
 //! 4. Check the solver's schedule with [`concerto_rcpsp::check`], turn it into a stream plan
 //!    ([`StreamPlan::from_starts`]) and simulate it with contention.
 //! 5. The solver minimises the contention-free makespan; contention can reorder candidates.
@@ -40,6 +42,9 @@ pub struct OptimizeConfig {
     pub threads: usize,
     /// How far the Inductor-like pass moves an op.
     pub inductor_distance: usize,
+    /// Largest block of the escalating windows: once the driver converges with more than
+    /// half the time limit left, it runs again with blocks twice as large, up to this.
+    pub max_block: usize,
 }
 
 impl Default for OptimizeConfig {
@@ -55,6 +60,7 @@ impl Default for OptimizeConfig {
             seed: 0,
             threads: 1,
             inductor_distance: baselines::INDUCTOR_DISTANCE,
+            max_block: 32,
         }
     }
 }
@@ -203,19 +209,42 @@ pub fn optimize(
     check(&lowered.problem, &initial).map_err(|v| GraphError::InvalidPlan {
         reason: format!("a baseline timeline is not a valid schedule: {v}"),
     })?;
-    let driver = OddEven::new(solver, config.oddeven.clone());
-    let limits = Limits {
-        time_limit: config.time_limit,
-        seed: config.seed,
-        threads: config.threads.max(1),
-        initial: Some(initial),
-        ..Limits::default()
-    };
-    let report = driver.run(&lowered.problem, &limits)?;
-    let outcome = report.outcome;
-    let schedule = outcome.schedule.ok_or_else(|| GraphError::InvalidPlan {
-        reason: format!("the solver returned no schedule ({})", outcome.status),
-    })?;
+    // Escalating windows: run the odd-even driver; when it has converged with time left,
+    // run it again from its result with blocks twice as large (up to `max_block`).
+    let mut driver = OddEven::new(solver, config.oddeven.clone());
+    let mut best = initial;
+    let mut outcome;
+    loop {
+        let time_limit = config.time_limit.map(|t| t.saturating_sub(began.elapsed()));
+        let limits = Limits {
+            time_limit: time_limit
+                .filter(|t| !t.is_zero())
+                .or(Some(Duration::from_millis(1))),
+            seed: config.seed,
+            threads: config.threads.max(1),
+            initial: Some(best.clone()),
+            ..Limits::default()
+        };
+        let report = driver.run(&lowered.problem, &limits)?;
+        outcome = report.outcome;
+        let schedule = outcome
+            .schedule
+            .clone()
+            .ok_or_else(|| GraphError::InvalidPlan {
+                reason: format!("the solver returned no schedule ({})", outcome.status),
+            })?;
+        best = schedule;
+        let out_of_time = config.time_limit.is_some_and(|t| began.elapsed() * 2 >= t);
+        if out_of_time
+            || matches!(outcome.status, Status::Optimal)
+            || driver.config.block >= config.max_block
+            || driver.config.block >= graph.len()
+        {
+            break;
+        }
+        driver.config.block = (driver.config.block * 2).min(config.max_block);
+    }
+    let schedule = best;
     let solver_makespan =
         check(&lowered.problem, &schedule).map_err(|v| GraphError::InvalidPlan {
             reason: format!("the solver's schedule fails the checker: {v}"),
