@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 mod bench;
 mod check;
 mod graphs_bench;
+mod import;
 mod model;
 mod optimize;
 mod psplib_bench;
@@ -32,6 +33,8 @@ enum Command {
     Solve(solve::SolveArgs),
     /// Check a schedule (JSON) against a problem; exit 1 and list violations if invalid.
     Check(check::CheckArgs),
+    /// Import an XLA HLO text module as a graph, costed on a hardware profile.
+    Import(import::ImportArgs),
     /// Build a training-step graph of a model under a parallel plan.
     Model(model::ModelArgs),
     /// Schedule a training-step graph; compare with program order, an XLA-LHS-like and an
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Solve(args) => solve::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Import(args) => import::run(&args),
         Command::Model(args) => model::run(&args),
         Command::Optimize(args) => optimize::run(&args),
         Command::Bench(cmd) => bench::run(cmd),

@@ -326,8 +326,17 @@ pub(crate) fn write_graph(path: &Path, graph: &Graph) -> anyhow::Result<()> {
     std::fs::write(path, graph.to_json()).with_context(|| format!("writing {}", path.display()))
 }
 
-/// Reads a graph file (the native JSON format).
+/// Reads a graph file: the native JSON format, or XLA HLO text (`.hlo`, `.txt`) imported
+/// with 8 GPUs per node.
 pub(crate) fn read_graph(path: &Path) -> anyhow::Result<Graph> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    if ext == "hlo" || ext == "txt" {
+        let (graph, report) = crate::import::read_hlo(path, 8)?;
+        for w in &report.warnings {
+            eprintln!("warning: {w}");
+        }
+        return Ok(graph);
+    }
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     Graph::from_json(&text).with_context(|| format!("reading graph {}", path.display()))

@@ -17,7 +17,8 @@ use crate::Failure;
 /// Arguments of `concerto optimize`.
 #[derive(Args, Debug)]
 pub(crate) struct OptimizeArgs {
-    /// The graph: a native `.json` graph (`concerto model ... -o FILE` writes one).
+    /// The graph: a native `.json` graph (`concerto model ... -o FILE` writes one) or an XLA HLO
+    /// text module (`.hlo`).
     pub(crate) graph: PathBuf,
     #[command(flatten)]
     pub(crate) opts: OptimizeOpts,
@@ -56,6 +57,10 @@ pub(crate) struct OptimizeOpts {
     /// Ops per odd-even block (a window holds two blocks).
     #[arg(long, value_name = "B", default_value_t = OptimizeConfig::default().oddeven.block)]
     pub(crate) window: usize,
+    /// Largest block of the escalating windows (the driver doubles the block while more than
+    /// half the time limit is left).
+    #[arg(long, value_name = "B", default_value_t = OptimizeConfig::default().max_block)]
+    pub(crate) max_window: usize,
     /// Odd-even rounds.
     #[arg(long, value_name = "K", default_value_t = OptimizeConfig::default().oddeven.rounds)]
     pub(crate) rounds: usize,
@@ -108,6 +113,7 @@ impl OptimizeOpts {
             seed: self.seed,
             threads: self.threads,
             inductor_distance: self.inductor_distance,
+            max_block: self.max_window.max(self.window),
         })
     }
 

@@ -197,3 +197,62 @@ fn bench_graphs_runs_a_configuration() {
     assert!(r["optimized_ns"].as_u64() <= r["lhs_ns"].as_u64());
     assert!(r["trace_events"].as_u64().unwrap() > 0);
 }
+
+const HLO: &str = r#"HloModule tiny, num_partitions=8
+
+%add (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+
+ENTRY %main (x: bf16[512,1024], w: bf16[1024,1024]) -> bf16[4096,1024] {
+  %x = bf16[512,1024]{1,0} parameter(0)
+  %w = bf16[1024,1024]{1,0} parameter(1)
+  %ags = (bf16[1024,1024]{1,0}, bf16[8192,1024]{1,0}) all-gather-start(%w), channel_id=1, replica_groups=[1,8]<=[8], dimensions={0}, use_global_device_ids=true
+  %y = bf16[512,1024]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %ar = bf16[512,1024]{1,0} all-reduce(%y), channel_id=2, replica_groups={{0,1,2,3},{4,5,6,7}}, to_apply=%add
+  %agd = bf16[8192,1024]{1,0} all-gather-done(%ags)
+  %z = bf16[512,1024]{1,0} tanh(%ar)
+  ROOT %g = bf16[4096,1024]{1,0} slice(%agd), slice={[0:4096], [0:1024]}
+}
+"#;
+
+#[test]
+fn import_counts_collectives_and_optimize_reads_hlo() {
+    let dir = scratch("hlo");
+    let path = dir.join("tiny.hlo");
+    std::fs::write(&path, HLO).unwrap();
+    let p = path.display().to_string();
+    let out = dir.join("tiny.json").display().to_string();
+    let o = concerto(&["import", &p, "--json", "-o", &out]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["instructions"], 8);
+    assert_eq!(v["ops"], 5);
+    assert_eq!(v["collectives"]["all-gather"], 1);
+    assert_eq!(v["collectives"]["all-reduce"], 1);
+    assert!(v["compute_ns"].as_u64().unwrap() > 0 && v["comm_ns"].as_u64().unwrap() > 0);
+    // `optimize` takes the .hlo directly and the imported .json alike.
+    for g in [&p, &out] {
+        let o = concerto(&["optimize", g, "--time-limit", "1", "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(v["ops"], 5);
+        assert!(v["optimized_ns"].as_u64() <= v["program_order_ns"].as_u64());
+    }
+}
+
+#[test]
+fn malformed_hlo_names_the_line_and_column() {
+    let dir = scratch("badhlo");
+    let path = dir.join("bad.hlo");
+    std::fs::write(
+        &path,
+        HLO.replace("%y = bf16[512,1024]{1,0} dot", "%y bf16[512,1024]{1,0} dot"),
+    )
+    .unwrap();
+    let o = concerto(&["import", &path.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("line 13, column 6"), "{}", stderr(&o));
+}

@@ -1,0 +1,145 @@
+//! `concerto import`: read an exported graph (XLA HLO text), cost it, and write the native
+//! graph format.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::Context;
+use clap::Args;
+use concerto_extract::hlo::{self, ImportOptions, ImportReport};
+use concerto_graph::{Graph, Hardware};
+use serde::Serialize;
+
+use crate::model::write_graph;
+use crate::Failure;
+
+/// Arguments of `concerto import`.
+#[derive(Args, Debug)]
+pub(crate) struct ImportArgs {
+    /// The HLO text module (`.hlo` / `.txt`, as `--xla_dump_hlo_as_text` writes it).
+    pub(crate) file: PathBuf,
+    /// Hardware profile that costs the ops in the summary.
+    #[arg(long, default_value = "h100")]
+    pub(crate) hardware: String,
+    /// GPUs per node: replica groups that span nodes are inter-node.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) gpus_per_node: u32,
+    /// Write the graph (native JSON) to this file.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// Reads an HLO module into a graph.
+pub(crate) fn read_hlo(path: &Path, gpus_per_node: u32) -> anyhow::Result<(Graph, ImportReport)> {
+    if gpus_per_node == 0 {
+        anyhow::bail!("--gpus-per-node must be at least 1");
+    }
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let module = hlo::parse(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let options = ImportOptions {
+        gpus_per_node,
+        ..ImportOptions::default()
+    };
+    hlo::lower(&module, &options).with_context(|| format!("lowering {}", path.display()))
+}
+
+#[derive(Serialize)]
+struct ImportJson {
+    module: String,
+    instructions: usize,
+    ops: usize,
+    collectives: BTreeMap<String, usize>,
+    links: Vec<String>,
+    compute_ns: u64,
+    comm_ns: u64,
+    hardware: String,
+    warnings: Vec<String>,
+    time_s: f64,
+}
+
+pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
+    let began = Instant::now();
+    let hardware = Hardware::by_name(&args.hardware)?.with_gpus_per_node(args.gpus_per_node)?;
+    let (graph, report) = read_hlo(&args.file, args.gpus_per_node)?;
+    if let Some(path) = &args.output {
+        write_graph(path, &graph)?;
+    }
+    let durations = hardware.durations(&graph);
+    let (mut compute, mut comm) = (0u64, 0u64);
+    let mut collectives = BTreeMap::new();
+    for (op, d) in graph.ops().zip(&durations) {
+        match op.kind {
+            concerto_graph::OpKind::Collective { kind, .. } => {
+                comm += d;
+                *collectives.entry(kind.as_str().to_string()).or_insert(0) += 1;
+            }
+            _ => compute += d,
+        }
+    }
+    let out = ImportJson {
+        module: graph.name().to_string(),
+        instructions: report.instructions,
+        ops: graph.len(),
+        collectives,
+        links: graph
+            .link_classes()
+            .iter()
+            .map(|l| l.as_str().to_string())
+            .collect(),
+        compute_ns: compute,
+        comm_ns: comm,
+        hardware: hardware.name.clone(),
+        warnings: report.warnings.clone(),
+        time_s: began.elapsed().as_secs_f64(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&out)?);
+        return Ok(());
+    }
+    println!("module        {}", out.module);
+    println!(
+        "instructions  {} in the entry computation",
+        out.instructions
+    );
+    println!(
+        "ops           {} ({} collectives)",
+        out.ops,
+        out.collectives.values().sum::<usize>()
+    );
+    let kinds: Vec<String> = out
+        .collectives
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    println!(
+        "collectives   {}",
+        if kinds.is_empty() {
+            "none".into()
+        } else {
+            kinds.join(", ")
+        }
+    );
+    println!("links         {}", out.links.join(", "));
+    println!(
+        "compute       {:.3} ms on {} (sum of op durations)",
+        compute as f64 / 1e6,
+        out.hardware
+    );
+    println!(
+        "communication {:.3} ms (sum of collective durations)",
+        comm as f64 / 1e6
+    );
+    for w in &out.warnings {
+        println!("warning       {w}");
+    }
+    if let Some(path) = &args.output {
+        println!("written       {}", path.display());
+    }
+    println!("time          {:.2} s", out.time_s);
+    Ok(())
+}

@@ -1,0 +1,473 @@
+//! The syntax tree of an HLO text module, as [`parse`](super::parse) returns it.
+//!
+//! It keeps what the text says, with positions, and interprets little: attribute values are
+//! kept as their source text, and typed accessors ([`Attribute::dims`],
+//! [`Attribute::replica_groups`], [`Attribute::computation`], ...) read them on demand with
+//! errors that name the attribute's line and column.
+
+use crate::hlo::HloError;
+
+/// A 1-based line and column in the source text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Default)]
+pub struct Pos {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (in characters).
+    pub column: usize,
+}
+
+/// An HLO module.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Module {
+    /// The name after `HloModule`.
+    pub name: String,
+    /// Header attributes (`entry_computation_layout={...}`, `input_output_alias=...`), raw.
+    pub attributes: Vec<Attribute>,
+    /// Every computation, in file order.
+    pub computations: Vec<Computation>,
+    /// Index of the `ENTRY` computation in `computations`.
+    pub entry: usize,
+}
+
+impl Module {
+    /// The computation named `name` (without `%`).
+    pub fn computation(&self, name: &str) -> Option<&Computation> {
+        self.computations.iter().find(|c| c.name == name)
+    }
+
+    /// The entry computation.
+    pub fn entry(&self) -> &Computation {
+        &self.computations[self.entry]
+    }
+}
+
+/// A computation: parameters, instructions and a root.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Computation {
+    /// Its name, without `%`.
+    pub name: String,
+    /// Whether it is the `ENTRY` computation.
+    pub is_entry: bool,
+    /// Instructions in text order.
+    pub instructions: Vec<Instruction>,
+    /// Index of the `ROOT` instruction (the last one when none is marked).
+    pub root: usize,
+    /// Where its header starts.
+    pub pos: Pos,
+}
+
+/// The shape of a value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// An array: element type, dimensions and optional layout.
+    Array {
+        /// Element type as written (`f32`, `bf16`, `s32`, `pred`, `u8`, `f8e4m3fn`, ...).
+        dtype: String,
+        /// Dimensions (a `<=` bound on a dynamic dimension is kept as its bound).
+        dims: Vec<u64>,
+        /// Layout `{minor_to_major...}` as written (tiling and memory-space suffixes dropped).
+        layout: Option<Vec<u64>>,
+    },
+    /// A tuple of shapes.
+    Tuple(Vec<Shape>),
+    /// `token[]`.
+    Token,
+}
+
+impl Shape {
+    /// Bytes of the value (tuples: the sum of their elements; tokens: 0). Unknown element
+    /// types count 4 bytes; sub-byte types (`s4`, `u4`) round up to one byte per element.
+    pub fn bytes(&self) -> u64 {
+        match self {
+            Shape::Array { dtype, dims, .. } => dims
+                .iter()
+                .product::<u64>()
+                .saturating_mul(element_bytes(dtype)),
+            Shape::Tuple(v) => v.iter().map(Shape::bytes).sum(),
+            Shape::Token => 0,
+        }
+    }
+
+    /// Elements of an array (tuples: the sum; tokens: 0).
+    pub fn elements(&self) -> u64 {
+        match self {
+            Shape::Array { dims, .. } => dims.iter().product(),
+            Shape::Tuple(v) => v.iter().map(Shape::elements).sum(),
+            Shape::Token => 0,
+        }
+    }
+
+    /// The element type of an array (the first element's for a tuple).
+    pub fn dtype(&self) -> Option<&str> {
+        match self {
+            Shape::Array { dtype, .. } => Some(dtype),
+            Shape::Tuple(v) => v.first().and_then(Shape::dtype),
+            Shape::Token => None,
+        }
+    }
+
+    /// Dimensions of an array (empty for tuples and tokens).
+    pub fn dims(&self) -> &[u64] {
+        match self {
+            Shape::Array { dims, .. } => dims,
+            _ => &[],
+        }
+    }
+}
+
+/// Bytes per element of an HLO primitive type.
+pub fn element_bytes(dtype: &str) -> u64 {
+    match dtype {
+        "pred" | "s8" | "u8" | "s4" | "u4" | "s2" | "u2" => 1,
+        t if t.starts_with("f8") || t.starts_with("f4") || t.starts_with("f6") => 1,
+        "s16" | "u16" | "f16" | "bf16" => 2,
+        "s32" | "u32" | "f32" => 4,
+        "s64" | "u64" | "f64" | "c64" => 8,
+        "c128" => 16,
+        _ => 4,
+    }
+}
+
+/// One instruction: `[ROOT] %name = shape opcode(operands), attributes`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Instruction {
+    /// Its name, without `%`.
+    pub name: String,
+    /// Its result shape.
+    pub shape: Shape,
+    /// The opcode (`dot`, `all-gather-start`, `fusion`, ...).
+    pub opcode: String,
+    /// Operand names, without `%` (shape prefixes such as `f32[2] %x` dropped).
+    pub operands: Vec<String>,
+    /// The text inside the parentheses when it is not a list of operands: the literal of a
+    /// `constant`, the number of a `parameter`.
+    pub literal: Option<String>,
+    /// Attributes after the operands, in order.
+    pub attributes: Vec<Attribute>,
+    /// Whether it is marked `ROOT`.
+    pub is_root: bool,
+    /// Where the instruction starts.
+    pub pos: Pos,
+}
+
+impl Instruction {
+    /// The attribute called `name`.
+    pub fn attribute(&self, name: &str) -> Option<&Attribute> {
+        self.attributes.iter().find(|a| a.name == name)
+    }
+}
+
+/// `name=value`, with the value kept as source text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Attribute {
+    /// The name.
+    pub name: String,
+    /// The value's source text, exactly (balanced braces, brackets and parentheses; a quoted
+    /// string keeps its quotes).
+    pub value: String,
+    /// Where the value starts.
+    pub pos: Pos,
+}
+
+/// Replica groups, in either of HLO's two forms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReplicaGroups {
+    /// `{{0,1},{2,3}}`.
+    Explicit(Vec<Vec<u64>>),
+    /// `[G,S]<=[d0,d1,...]` optionally followed by `T(p0,p1,...)`: G groups of S devices, the
+    /// devices being iota over the reshape dims, transposed by the permutation, then
+    /// flattened.
+    Iota {
+        /// Number of groups.
+        groups: u64,
+        /// Devices per group.
+        size: u64,
+        /// The reshape dimensions of the iota.
+        reshape: Vec<u64>,
+        /// The permutation applied after the reshape (identity when absent).
+        transpose: Option<Vec<usize>>,
+    },
+}
+
+impl ReplicaGroups {
+    /// The device ids of each group. O(devices).
+    pub fn expand(&self) -> Vec<Vec<u64>> {
+        match self {
+            ReplicaGroups::Explicit(g) => g.clone(),
+            ReplicaGroups::Iota {
+                groups,
+                size,
+                reshape,
+                transpose,
+            } => {
+                let total: u64 = reshape.iter().product();
+                let ids: Vec<u64> = match transpose {
+                    None => (0..total).collect(),
+                    Some(perm) => {
+                        // Row-major strides of the reshape, then walk the permuted dims.
+                        let n = reshape.len();
+                        let mut stride = vec![1u64; n];
+                        for i in (0..n.saturating_sub(1)).rev() {
+                            stride[i] = stride[i + 1] * reshape[i + 1];
+                        }
+                        let pdims: Vec<u64> = perm.iter().map(|&p| reshape[p]).collect();
+                        let mut out = Vec::with_capacity(total as usize);
+                        let mut idx = vec![0u64; n];
+                        for _ in 0..total {
+                            let id: u64 = (0..n).map(|k| idx[k] * stride[perm[k]]).sum();
+                            out.push(id);
+                            for k in (0..n).rev() {
+                                idx[k] += 1;
+                                if idx[k] < pdims[k] {
+                                    break;
+                                }
+                                idx[k] = 0;
+                            }
+                        }
+                        out
+                    }
+                };
+                ids.chunks(*size.max(&1) as usize)
+                    .take(*groups as usize)
+                    .map(<[u64]>::to_vec)
+                    .collect()
+            }
+        }
+    }
+}
+
+impl Attribute {
+    fn error(&self, message: impl Into<String>) -> HloError {
+        HloError::Syntax {
+            line: self.pos.line,
+            column: self.pos.column,
+            message: format!("attribute `{}`: {}", self.name, message.into()),
+        }
+    }
+
+    /// A list of integers `{0,1,2}` (also `{}`).
+    pub fn dims(&self) -> Result<Vec<i64>, HloError> {
+        let v = self.value.trim();
+        let inner = v
+            .strip_prefix('{')
+            .and_then(|s| s.strip_suffix('}'))
+            .ok_or_else(|| self.error(format!("expected `{{i,j,...}}`, found `{v}`")))?;
+        inner
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                s.parse::<i64>()
+                    .map_err(|_| self.error(format!("`{s}` is not an integer")))
+            })
+            .collect()
+    }
+
+    /// An integer.
+    pub fn integer(&self) -> Result<i64, HloError> {
+        self.value
+            .trim()
+            .parse()
+            .map_err(|_| self.error(format!("`{}` is not an integer", self.value)))
+    }
+
+    /// A computation reference `%name` (returned without `%`).
+    pub fn computation(&self) -> Result<&str, HloError> {
+        let v = self.value.trim();
+        let name = v.strip_prefix('%').unwrap_or(v);
+        if name.is_empty() || name.contains(|c: char| c.is_whitespace() || ",{}()".contains(c)) {
+            return Err(self.error(format!("expected a computation name, found `{v}`")));
+        }
+        Ok(name)
+    }
+
+    /// A list of computation references `{%a, %b}` (`branch_computations`, `called_computations`).
+    pub fn computations(&self) -> Result<Vec<&str>, HloError> {
+        let v = self.value.trim();
+        let inner = v
+            .strip_prefix('{')
+            .and_then(|s| s.strip_suffix('}'))
+            .ok_or_else(|| self.error(format!("expected `{{%a, %b}}`, found `{v}`")))?;
+        Ok(inner
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| s.strip_prefix('%').unwrap_or(s))
+            .collect())
+    }
+
+    /// A quoted string, unescaped (`backend_config="..."`, `custom_call_target="..."`); a
+    /// value without quotes is returned as is.
+    pub fn string(&self) -> Result<String, HloError> {
+        let v = self.value.trim();
+        let Some(inner) = v.strip_prefix('"') else {
+            return Ok(v.to_string());
+        };
+        let inner = inner
+            .strip_suffix('"')
+            .ok_or_else(|| self.error("unterminated string"))?;
+        let mut out = String::with_capacity(inner.len());
+        let mut chars = inner.chars();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                match chars.next() {
+                    Some('n') => out.push('\n'),
+                    Some('t') => out.push('\t'),
+                    Some(other) => out.push(other),
+                    None => return Err(self.error("string ends in a backslash")),
+                }
+            } else {
+                out.push(c);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Replica groups in either form (see [`ReplicaGroups`]).
+    pub fn replica_groups(&self) -> Result<ReplicaGroups, HloError> {
+        let v: String = self.value.chars().filter(|c| !c.is_whitespace()).collect();
+        if let Some(rest) = v.strip_prefix('[') {
+            // [G,S]<=[dims]T(perm)
+            let (gs, rest) = rest
+                .split_once("]<=[")
+                .ok_or_else(|| self.error(format!("expected `[G,S]<=[d...]`, found `{v}`")))?;
+            let (dims, tail) = rest
+                .split_once(']')
+                .ok_or_else(|| self.error("unterminated reshape dims"))?;
+            let nums = |s: &str| -> Result<Vec<u64>, HloError> {
+                s.split(',')
+                    .filter(|x| !x.is_empty())
+                    .map(|x| {
+                        x.parse::<u64>()
+                            .map_err(|_| self.error(format!("`{x}` is not a count")))
+                    })
+                    .collect()
+            };
+            let gs = nums(gs)?;
+            let reshape = nums(dims)?;
+            let (groups, size) = match gs.as_slice() {
+                [g, s] => (*g, *s),
+                [g] => (*g, 1),
+                _ => return Err(self.error("expected two counts `[G,S]`")),
+            };
+            let transpose = if tail.is_empty() {
+                None
+            } else {
+                let perm = tail
+                    .strip_prefix("T(")
+                    .and_then(|s| s.strip_suffix(')'))
+                    .ok_or_else(|| self.error(format!("expected `T(p...)`, found `{tail}`")))?;
+                let perm: Vec<usize> = nums(perm)?.into_iter().map(|p| p as usize).collect();
+                let mut sorted = perm.clone();
+                sorted.sort_unstable();
+                if sorted != (0..reshape.len()).collect::<Vec<_>>() {
+                    return Err(self.error("the transpose is not a permutation of the dims"));
+                }
+                Some(perm)
+            };
+            let total: u64 = reshape
+                .iter()
+                .try_fold(1u64, |a, &d| a.checked_mul(d))
+                .ok_or_else(|| self.error("too many devices"))?;
+            if groups.checked_mul(size) != Some(total) || total > 1 << 24 {
+                return Err(self.error(format!(
+                    "{groups} groups of {size} devices do not match {total} devices"
+                )));
+            }
+            return Ok(ReplicaGroups::Iota {
+                groups,
+                size,
+                reshape,
+                transpose,
+            });
+        }
+        let inner = v
+            .strip_prefix('{')
+            .and_then(|s| s.strip_suffix('}'))
+            .ok_or_else(|| {
+                self.error(format!(
+                    "expected `{{{{0,1}},...}}` or `[G,S]<=[N]`, found `{v}`"
+                ))
+            })?;
+        if inner.is_empty() {
+            return Ok(ReplicaGroups::Explicit(Vec::new()));
+        }
+        let mut groups = Vec::new();
+        for part in inner.split("},") {
+            let g = part.trim_start_matches('{').trim_end_matches('}');
+            let ids = g
+                .split(',')
+                .filter(|x| !x.is_empty())
+                .map(|x| {
+                    x.parse::<u64>()
+                        .map_err(|_| self.error(format!("`{x}` is not a device id")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            groups.push(ids);
+        }
+        Ok(ReplicaGroups::Explicit(groups))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attr(name: &str, value: &str) -> Attribute {
+        Attribute {
+            name: name.into(),
+            value: value.into(),
+            pos: Pos { line: 3, column: 7 },
+        }
+    }
+
+    #[test]
+    fn replica_groups_in_both_forms() {
+        let e = attr("replica_groups", "{{0,1},{2,3}}")
+            .replica_groups()
+            .unwrap();
+        assert_eq!(e.expand(), vec![vec![0, 1], vec![2, 3]]);
+        let i = attr("replica_groups", "[1,8]<=[8]")
+            .replica_groups()
+            .unwrap();
+        assert_eq!(i.expand(), vec![(0..8).collect::<Vec<u64>>()]);
+        let t = attr("replica_groups", "[2,4]<=[4,2]T(1,0)")
+            .replica_groups()
+            .unwrap();
+        assert_eq!(t.expand(), vec![vec![0, 2, 4, 6], vec![1, 3, 5, 7]]);
+        let err = attr("replica_groups", "[3,4]<=[8]")
+            .replica_groups()
+            .unwrap_err();
+        assert!(err.to_string().contains("line 3"), "{err}");
+        assert!(attr("replica_groups", "{{0,x}}").replica_groups().is_err());
+        assert!(attr("replica_groups", "[2,4]<=[4,2]T(0,0)")
+            .replica_groups()
+            .is_err());
+    }
+
+    #[test]
+    fn typed_accessors() {
+        assert_eq!(attr("dimensions", "{0,2}").dims().unwrap(), vec![0, 2]);
+        assert_eq!(attr("dimensions", "{}").dims().unwrap(), Vec::<i64>::new());
+        assert_eq!(
+            attr("to_apply", "%add.clone").computation().unwrap(),
+            "add.clone"
+        );
+        assert_eq!(
+            attr("backend_config", r#""{\"n\":\"3\"}""#)
+                .string()
+                .unwrap(),
+            r#"{"n":"3"}"#
+        );
+        assert!(attr("dimensions", "0,1").dims().is_err());
+        assert_eq!(
+            Shape::Array {
+                dtype: "bf16".into(),
+                dims: vec![4, 8],
+                layout: None
+            }
+            .bytes(),
+            64
+        );
+    }
+}

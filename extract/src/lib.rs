@@ -1,0 +1,7 @@
+//! # concerto-extract
+//!
+//! Thin importers that turn exported deep-learning graphs into [`concerto_graph::Graph`]s:
+//! XLA HLO text modules ([`hlo`]), as `XLA_FLAGS=--xla_dump_to=DIR --xla_dump_hlo_as_text`
+//! writes them for any JAX or TensorFlow step.
+
+pub mod hlo;
