@@ -217,6 +217,8 @@ struct Lowerer<'m> {
     report: ImportReport,
     warned: BTreeSet<String>,
     added: usize,
+    /// `while` loops being unrolled around the current instruction.
+    depth: usize,
 }
 
 /// The cost of a called computation: flops of its dots/convolutions, inner bytes (sum of
@@ -245,6 +247,7 @@ pub fn lower(module: &Module, options: &ImportOptions) -> Result<(Graph, ImportR
         report: ImportReport::default(),
         warned: BTreeSet::new(),
         added: 0,
+        depth: 0,
     };
     let entry = module.entry();
     l.report.instructions = entry.instructions.len();
@@ -429,11 +432,25 @@ impl<'m> Lowerer<'m> {
                 format!("unrolling {n} iterations of {per_iter} instructions is too large"),
             ));
         }
+        if self.depth >= 64 {
+            return Err(self.error(
+                i,
+                "while loops nest more than 64 deep (or a body calls itself)",
+            ));
+        }
+        self.depth += 1;
         let mut state = deps;
         for it in 0..n {
             let p = format!("{prefix}{}.it{it}/", i.name);
-            state = self.computation(body, std::slice::from_ref(&state), &p)?;
+            match self.computation(body, std::slice::from_ref(&state), &p) {
+                Ok(s) => state = s,
+                Err(e) => {
+                    self.depth -= 1;
+                    return Err(e);
+                }
+            }
         }
+        self.depth -= 1;
         Ok(state)
     }
 
@@ -967,5 +984,30 @@ ENTRY %main (a: bf16[4,64,32], b: bf16[32,16]) -> bf16[4,64,16] {
         assert_eq!(bytes, (4 * 64 * 32 + 32 * 16 + 4 * 64 * 16) * 2);
         assert_eq!(report.warnings.len(), 1, "{:?}", report.warnings);
         assert!(report.warnings[0].contains("frobnicate"));
+    }
+
+    #[test]
+    fn a_body_that_calls_itself_is_an_error_not_a_stack_overflow() {
+        let text = r#"HloModule m
+
+%cond (s: s32[]) -> pred[] {
+  %s = s32[] parameter(0)
+  ROOT %t = pred[] constant(true)
+}
+
+%body (s: s32[]) -> s32[] {
+  %s = s32[] parameter(0)
+  %x = s32[] negate(%s)
+  ROOT %w = s32[] while(%x), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"1"}}
+}
+
+ENTRY %main (p: s32[]) -> s32[] {
+  %p = s32[] parameter(0)
+  ROOT %loop = s32[] while(%p), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"1"}}
+}
+"#;
+        let m = parse(text).unwrap();
+        let e = lower(&m, &ImportOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("more than 64 deep"), "{e}");
     }
 }
