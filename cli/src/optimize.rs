@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
+use concerto_decomp::select::{select, SelectConfig, Selected};
 use concerto_graph::optimize::{self, OptimizeConfig, Optimized};
 use concerto_graph::{trace, Graph, Hardware};
 use concerto_rcpsp::OddEvenConfig;
@@ -42,6 +43,15 @@ pub(crate) struct OptimizeArgs {
     pub(crate) json: bool,
 }
 
+/// Whether and how to decompose.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decompose {
+    /// Schedule only.
+    Off,
+    /// Decompose, then schedule.
+    Sequential,
+}
+
 /// Options shared by `concerto optimize` and `concerto bench graphs`.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct OptimizeOpts {
@@ -76,6 +86,13 @@ pub(crate) struct OptimizeOpts {
     /// Seed of every random choice.
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
+    /// Decomposition around critical collectives: `off`, or `sequential` (choose
+    /// decompositions on the schedule-only result, then schedule the rewritten graph).
+    #[arg(long, value_enum, default_value_t = Decompose::Off)]
+    pub(crate) decompose: Decompose,
+    /// Cost chunks as the op's duration x X / N instead of looking them up in the tables.
+    #[arg(long, value_name = "X")]
+    pub(crate) split_slowdown: Option<f64>,
     /// Worker threads (windows of one pass in parallel).
     #[arg(long, default_value_t = 1)]
     pub(crate) threads: usize,
@@ -117,6 +134,26 @@ impl OptimizeOpts {
         })
     }
 
+    /// The decompositions `--decompose` asks for, and the schedule of the rewritten graph.
+    pub(crate) fn decompose(&self, graph: &Graph) -> anyhow::Result<Option<(Selected, Optimized)>> {
+        if self.decompose == Decompose::Off {
+            return Ok(None);
+        }
+        if let Some(x) = self.split_slowdown {
+            if !(x.is_finite() && x > 0.0) {
+                anyhow::bail!("--split-slowdown must be a positive number, got {x}");
+            }
+        }
+        let hardware = self.hardware()?;
+        let config = SelectConfig {
+            slowdown: self.split_slowdown,
+            ..SelectConfig::default()
+        };
+        let selected = select(graph, &hardware, &config)?;
+        let optimized = self.run(&selected.graph)?;
+        Ok(Some((selected, optimized)))
+    }
+
     pub(crate) fn run(&self, graph: &Graph) -> anyhow::Result<Optimized> {
         let hardware = self.hardware()?;
         let config = self.config()?;
@@ -135,6 +172,27 @@ struct SchedulerJson {
     noise_mean_ns: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     noise_worst_ns: Option<u64>,
+}
+
+/// One decomposition in JSON reports.
+#[derive(Serialize)]
+pub(crate) struct DecompositionJson {
+    pub(crate) collective: String,
+    pub(crate) axis: &'static str,
+    pub(crate) n: u32,
+    pub(crate) context_size: usize,
+}
+
+pub(crate) fn decompositions_json(s: &Selected) -> Vec<DecompositionJson> {
+    s.decompositions
+        .iter()
+        .map(|d| DecompositionJson {
+            collective: d.collective.clone(),
+            axis: d.axis.as_str(),
+            n: d.n,
+            context_size: d.context_ops,
+        })
+        .collect()
 }
 
 /// The JSON report of `concerto optimize`.
@@ -160,6 +218,10 @@ pub(crate) struct OptimizeJson {
     start_makespan_ns: u64,
     schedulers: std::collections::BTreeMap<&'static str, SchedulerJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    decomposed_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decompositions: Option<Vec<DecompositionJson>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     noise_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     noise_samples: Option<usize>,
@@ -184,6 +246,7 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         .opts
         .run(&graph)
         .with_context(|| format!("optimizing {}", args.graph.display()))?;
+    let ad = args.opts.decompose(&graph)?;
     let noise = match args.noise {
         Some(p) => {
             let plans: Vec<_> = r.results.iter().map(|s| &s.plan).collect();
@@ -252,6 +315,8 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
                     )
                 })
                 .collect(),
+            decomposed_ns: ad.as_ref().map(|(_, o)| o.concerto().makespan_ns()),
+            decompositions: ad.as_ref().map(|(s, _)| decompositions_json(s)),
             noise_pct: args.noise,
             noise_samples: args.noise.map(|_| args.samples),
         };
@@ -300,7 +365,40 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         }
         table.row(row);
     }
+    if let Some((_, o)) = &ad {
+        let s = o.concerto();
+        let mut row = vec![
+            "concerto+AD".to_string(),
+            ms(s.makespan_ns()),
+            pct(s.makespan_ns(), po),
+            pct(s.makespan_ns(), r.lower_bound_ns),
+            ms(s.exposed_comm_ns),
+            format!("{:.2}", s.peak_memory_bytes as f64 / (1u64 << 30) as f64),
+        ];
+        if noise.is_some() {
+            row.extend(["-".to_string(), "-".to_string()]);
+        }
+        table.row(row);
+    }
     print!("{}", table.render());
+    if let Some((sel, o)) = &ad {
+        println!(
+            "decomposed   {} collective(s), {} ops after the rewrite; concerto+AD = schedule + decomposition (S+AD), concerto = schedule only (S)",
+            sel.decompositions.len(),
+            o.ops
+        );
+        for d in &sel.decompositions {
+            println!(
+                "  {} along {} into {} ({} ops): {} -> {} ms",
+                d.collective,
+                d.axis.as_str(),
+                d.n,
+                d.context_ops,
+                ms(d.before_ns),
+                ms(d.after_ns)
+            );
+        }
+    }
     println!(
         "solver       {}: {} (contention-free {} ms from a {} ms start); concerto's plan: {}",
         r.solver,

@@ -256,3 +256,36 @@ fn malformed_hlo_names_the_line_and_column() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("line 13, column 6"), "{}", stderr(&o));
 }
+
+#[test]
+fn decompose_sequential_adds_the_s_plus_ad_keys() {
+    let dir = scratch("decompose");
+    let graph = small_gpt(&dir);
+    let o = concerto(&[
+        "optimize",
+        &graph,
+        "--time-limit",
+        "1",
+        "--decompose",
+        "sequential",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["decomposed_ns"].as_u64().unwrap() > 0);
+    for d in v["decompositions"].as_array().unwrap() {
+        for key in ["collective", "axis", "n", "context_size"] {
+            assert!(d.get(key).is_some(), "{d}");
+        }
+    }
+    let o = concerto(&[
+        "optimize",
+        &graph,
+        "--decompose",
+        "sequential",
+        "--split-slowdown",
+        "0",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--split-slowdown"), "{}", stderr(&o));
+}

@@ -1,0 +1,53 @@
+//! Decomposition on a builder graph: GPT's forward tensor-parallel all-reduces are critical,
+//! each has a rows context, and the selection keeps a decomposition only when the rewritten
+//! (checked) graph schedules shorter.
+
+use concerto_decomp::context::context;
+use concerto_decomp::critical::critical;
+use concerto_decomp::select::{evaluate, select, SelectConfig};
+use concerto_decomp::Axis;
+use concerto_graph::models::{build, GptConfig, Model, Parallel};
+use concerto_graph::Hardware;
+
+#[test]
+fn gpt_tensor_parallel_all_reduces_are_critical_and_decomposed() {
+    let model = Model::Gpt(GptConfig {
+        layers: 2,
+        ..GptConfig::default()
+    });
+    let g = build(
+        &model,
+        &Parallel {
+            tp: 8,
+            ..Parallel::default()
+        },
+    )
+    .unwrap();
+    let hw = Hardware::h100();
+    let (before, t) = evaluate(&g, &hw).unwrap();
+    let crit = critical(&g, &t, 0.002);
+    let forward: Vec<_> = crit
+        .iter()
+        .filter(|c| {
+            let n = &g.op(c.op).name;
+            n.starts_with("layer") && n.contains(".fwd.tp_allreduce.")
+        })
+        .collect();
+    assert!(forward.len() >= 3, "{crit:?}");
+    for c in &forward {
+        let ctx = context(&g, c.op, Axis::Rows, 2, 4).expect("a rows context");
+        assert!(ctx.ops.len() > 2 && ctx.ops.contains(&c.op));
+        // A context never grows through another collective.
+        assert!(ctx
+            .ops
+            .iter()
+            .all(|&o| o == c.op || !g.op(o).is_collective()));
+    }
+    let s = select(&g, &hw, &SelectConfig::default()).unwrap();
+    assert!(s.after_ns < before, "{before} -> {}", s.after_ns);
+    assert!(!s.decompositions.is_empty());
+    for d in &s.decompositions {
+        assert!(d.after_ns < d.before_ns);
+    }
+    assert!(s.graph.len() > g.len());
+}
