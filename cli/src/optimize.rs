@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use concerto_decomp::select::{select, SelectConfig, Selected};
+use concerto_decomp::select::{select, select_exact, SelectConfig, Selected};
 use concerto_graph::optimize::{self, OptimizeConfig, Optimized};
 use concerto_graph::{trace, Graph, Hardware};
 use concerto_rcpsp::OddEvenConfig;
@@ -48,8 +48,34 @@ pub(crate) struct OptimizeArgs {
 pub(crate) enum Decompose {
     /// Schedule only.
     Off,
-    /// Decompose, then schedule.
+    /// Choose decompositions with the exact selection model (a MILP through the backends),
+    /// then schedule.
     Sequential,
+    /// Choose decompositions greedily, re-evaluating after each, then schedule.
+    Greedy,
+}
+
+/// The exact selection of decomposition candidates: the MILP through `concerto-backends`
+/// (HiGHS, CBC or microlp, as compiled in), or exact enumeration in a build without MILP.
+fn exact_selection(
+    weights: &[i64],
+    groups: &[Vec<usize>],
+    conflicts: &[(usize, usize)],
+) -> Result<(Vec<usize>, bool), String> {
+    #[cfg(any(feature = "microlp", feature = "highs", feature = "cbc"))]
+    {
+        use concerto_backends::milp::{default_backend, Milp, Selection};
+        let s = Selection {
+            weights: weights.to_vec(),
+            groups: groups.to_vec(),
+            conflicts: conflicts.to_vec(),
+        };
+        let c =
+            Milp::new(default_backend()).select(&s, Some(std::time::Duration::from_secs(10)))?;
+        Ok((c.items, c.optimal))
+    }
+    #[cfg(not(any(feature = "microlp", feature = "highs", feature = "cbc")))]
+    concerto_decomp::select::enumerate(weights, groups, conflicts)
 }
 
 /// Options shared by `concerto optimize` and `concerto bench graphs`.
@@ -149,7 +175,10 @@ impl OptimizeOpts {
             slowdown: self.split_slowdown,
             ..SelectConfig::default()
         };
-        let selected = select(graph, &hardware, &config)?;
+        let selected = match self.decompose {
+            Decompose::Greedy => select(graph, &hardware, &config)?,
+            _ => select_exact(graph, &hardware, &config, &exact_selection)?,
+        };
         let optimized = self.run(&selected.graph)?;
         Ok(Some((selected, optimized)))
     }

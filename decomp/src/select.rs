@@ -8,9 +8,10 @@
 //! makespan, at most one per collective. Cost: O(critical * axes * Ns * (rewrite +
 //! baselines)).
 //!
-//! The paper selects with a small ILP over the candidates' cost `max(uncovered, overhead, 0)`;
-//! this module measures each candidate's effect on a whole schedule instead, which accounts
-//! for interactions the ILP's cost leaves out but is greedy across collectives.
+//! [`select_exact`] is the paper's selection: an exact model (solved through the MILP
+//! backends by the CLI) over candidates whose gains are measured one by one; [`select`] is
+//! the greedy variant that re-evaluates after each choice, so it sees interactions between
+//! collectives that the exact model's additive gains leave out.
 
 use concerto_graph::{baselines, simulate, Graph, Hardware, StreamPlan, Timeline};
 
@@ -159,5 +160,172 @@ pub fn select(
         decompositions: applied,
         before_ns: before,
         after_ns: makespan,
+    })
+}
+
+/// A decomposition candidate measured alone on the input graph.
+#[derive(Clone, Debug)]
+struct Candidate {
+    decomposition: Decomposition,
+    /// Names of the context's ops (stable across rewrites of other, disjoint contexts).
+    ops: Vec<String>,
+    gain: i64,
+}
+
+/// Solves a selection problem: `(weights, groups, conflicts)` to the chosen items (at most
+/// one per group, no conflicting pair, maximum total weight) and whether that is proven
+/// optimal. The CLI passes a MILP through `concerto-backends`; [`enumerate`] is exact for
+/// small problems.
+pub type SelectionSolver<'a> =
+    &'a dyn Fn(&[i64], &[Vec<usize>], &[(usize, usize)]) -> Result<(Vec<usize>, bool), String>;
+
+/// Exact selection by enumeration over the groups (for tests and small problems):
+/// O(prod(group sizes + 1)).
+pub fn enumerate(
+    weights: &[i64],
+    groups: &[Vec<usize>],
+    conflicts: &[(usize, usize)],
+) -> Result<(Vec<usize>, bool), String> {
+    fn go(
+        k: usize,
+        groups: &[Vec<usize>],
+        weights: &[i64],
+        conflicts: &[(usize, usize)],
+        chosen: &mut Vec<usize>,
+        best: &mut (i64, Vec<usize>),
+    ) {
+        if k == groups.len() {
+            let v: i64 = chosen.iter().map(|&i| weights[i]).sum();
+            if v > best.0 {
+                *best = (v, chosen.clone());
+            }
+            return;
+        }
+        go(k + 1, groups, weights, conflicts, chosen, best);
+        for &i in &groups[k] {
+            if weights[i] > 0
+                && !chosen
+                    .iter()
+                    .any(|&j| conflicts.contains(&(i, j)) || conflicts.contains(&(j, i)))
+            {
+                chosen.push(i);
+                go(k + 1, groups, weights, conflicts, chosen, best);
+                chosen.pop();
+            }
+        }
+    }
+    let mut best = (0, Vec::new());
+    go(0, groups, weights, conflicts, &mut Vec::new(), &mut best);
+    let mut items = best.1;
+    items.sort_unstable();
+    Ok((items, true))
+}
+
+/// The exact selection (Concerto §4.3, with measured gains): every candidate (critical
+/// collective x axis x N) is rewritten and evaluated alone; its gain is the makespan it saves
+/// (the paper's `max(uncovered, overhead, 0)`, measured on a whole schedule instead of
+/// estimated); `solve` picks at most one per collective and never two whose contexts share an
+/// op; the chosen candidates are then applied together and the result evaluated. When their
+/// interaction makes the combination longer than the input, the input is returned unchanged.
+/// Cost: O(candidates x (rewrite + evaluate)) plus the selection solve.
+pub fn select_exact(
+    graph: &Graph,
+    hardware: &Hardware,
+    config: &SelectConfig,
+    solve: SelectionSolver<'_>,
+) -> Result<Selected, DecompError> {
+    let (before, timeline) = evaluate(graph, hardware)?;
+    let mut candidates: Vec<Candidate> = Vec::new();
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for c in critical(graph, &timeline, config.threshold)
+        .into_iter()
+        .take(config.max_collectives)
+    {
+        let mut group = Vec::new();
+        for &axis in &config.axes {
+            for &n in &config.ns {
+                let Some(ctx) = context(graph, c.op, axis, n, config.depth) else {
+                    continue;
+                };
+                let split = |op: &concerto_graph::Op, i: u32| {
+                    let slow = config.slowdown.map(|f| (f, hardware.op_ns(op)));
+                    chunk(op, axis, n, i, slow)
+                };
+                let r = rewrite(graph, &ctx, &split)?;
+                let (m, _) = evaluate(&r.graph, hardware)?;
+                if m < before {
+                    group.push(candidates.len());
+                    candidates.push(Candidate {
+                        decomposition: Decomposition {
+                            collective: graph.op(c.op).name.clone(),
+                            axis,
+                            n,
+                            context_ops: ctx.ops.len(),
+                            before_ns: before,
+                            after_ns: m,
+                        },
+                        ops: ctx.ops.iter().map(|o| graph.op(*o).name.clone()).collect(),
+                        gain: (before - m) as i64,
+                    });
+                }
+            }
+        }
+        if !group.is_empty() {
+            groups.push(group);
+        }
+    }
+    let mut conflicts = Vec::new();
+    for a in 0..candidates.len() {
+        for b in a + 1..candidates.len() {
+            let (ca, cb) = (&candidates[a], &candidates[b]);
+            if ca.decomposition.collective != cb.decomposition.collective
+                && ca.ops.iter().any(|o| cb.ops.contains(o))
+            {
+                conflicts.push((a, b));
+            }
+        }
+    }
+    let weights: Vec<i64> = candidates.iter().map(|c| c.gain).collect();
+    let (chosen, _optimal) =
+        solve(&weights, &groups, &conflicts).map_err(|reason| DecompError::InvalidContext {
+            reason: format!("the selection solve failed: {reason}"),
+        })?;
+    // Apply the chosen candidates together (their contexts are disjoint: ops by name).
+    let mut current = graph.clone();
+    let mut applied = Vec::new();
+    for &i in &chosen {
+        let c = &candidates[i];
+        let ops: Option<Vec<_>> = c.ops.iter().map(|name| current.find(name)).collect();
+        let (Some(ops), Some(collective)) = (ops, current.find(&c.decomposition.collective)) else {
+            continue;
+        };
+        let d = &c.decomposition;
+        let ctx = crate::split::Context {
+            collective,
+            axis: d.axis,
+            ops,
+            n: d.n,
+        };
+        let split = |op: &concerto_graph::Op, k: u32| {
+            let slow = config.slowdown.map(|f| (f, hardware.op_ns(op)));
+            chunk(op, d.axis, d.n, k, slow)
+        };
+        current = rewrite(&current, &ctx, &split)?.graph;
+        applied.push(d.clone());
+    }
+    let (after, _) = evaluate(&current, hardware)?;
+    if after >= before {
+        return Ok(Selected {
+            graph: graph.clone(),
+            decompositions: Vec::new(),
+            before_ns: before,
+            after_ns: before,
+        });
+    }
+    Ok(Selected {
+        graph: current,
+        decompositions: applied,
+        before_ns: before,
+        after_ns: after,
     })
 }

@@ -51,3 +51,34 @@ fn gpt_tensor_parallel_all_reduces_are_critical_and_decomposed() {
     }
     assert!(s.graph.len() > g.len());
 }
+
+#[test]
+fn the_exact_selection_never_returns_a_longer_graph_and_respects_its_constraints() {
+    use concerto_decomp::select::{enumerate, select_exact};
+    let model = Model::Gpt(GptConfig {
+        layers: 2,
+        ..GptConfig::default()
+    });
+    let g = build(
+        &model,
+        &Parallel {
+            tp: 8,
+            ..Parallel::default()
+        },
+    )
+    .unwrap();
+    let hw = Hardware::h100();
+    let s = select_exact(&g, &hw, &SelectConfig::default(), &enumerate).unwrap();
+    assert!(s.after_ns <= s.before_ns);
+    // At most one decomposition per collective.
+    let mut names: Vec<_> = s.decompositions.iter().map(|d| &d.collective).collect();
+    names.sort();
+    let len = names.len();
+    names.dedup();
+    assert_eq!(names.len(), len);
+    // The enumerator itself: groups and conflicts.
+    let (items, optimal) =
+        enumerate(&[5, 4, 3, 1], &[vec![0, 1], vec![2], vec![3]], &[(0, 2)]).unwrap();
+    assert_eq!(items, vec![1, 2, 3]);
+    assert!(optimal);
+}

@@ -49,6 +49,7 @@
 //! (concurrent solves without it returned wrong objective values with no error, see
 //! `shared/BACKENDS.md`). Concurrent CBC solves are therefore safe but run one at a time.
 
+mod selection;
 mod sequencing;
 mod time_indexed;
 
@@ -60,6 +61,8 @@ mod highs;
 mod microlp;
 
 use std::time::Duration;
+
+pub use selection::{default_backend, Chosen, Selection};
 
 use concerto_rcpsp::{
     check, lower_bound, verified, Clock, Heuristic, HeuristicConfig, Limits, Outcome, Problem,
