@@ -120,7 +120,12 @@ mod tests {
             groups: vec![vec![0, 1], vec![2], vec![3], vec![4]],
             conflicts: vec![(0, 2)],
         };
-        for b in [default_backend()] {
+        let mut backends = vec![default_backend()];
+        #[cfg(feature = "microlp")]
+        backends.push(Backend::Microlp);
+        #[cfg(feature = "cbc")]
+        backends.push(Backend::Cbc);
+        for b in backends {
             let c = Milp::new(b)
                 .select(&s, Some(Duration::from_secs(10)))
                 .unwrap();
