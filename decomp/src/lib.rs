@@ -8,11 +8,14 @@
 //! - [`rules`]: SPMD split rules per op and the chunk ops, costed from the measured tables;
 //! - [`context`]: the ops around a collective that split along one axis;
 //! - [`rewrite`]: the rewrite and the independent graph check run after every rewrite;
-//! - [`select`]: choosing decompositions by evaluating schedules.
+//! - [`select`]: choosing decompositions by evaluating schedules;
+//! - [`fuse`]: collective fusion (bucketing), its independent check, and a search for bucket
+//!   boundaries by evaluating schedules.
 
 pub mod context;
 pub mod critical;
 mod error;
+pub mod fuse;
 pub mod rewrite;
 pub mod rules;
 pub mod select;
