@@ -7,7 +7,8 @@ use concerto_graph::models::{
 use concerto_graph::trace;
 use serde::Serialize;
 
-use crate::optimize::OptimizeOpts;
+use crate::decompose;
+use crate::optimize::{Decompose, DecompositionJson, OptimizeOpts};
 use crate::table::Table;
 use crate::Failure;
 
@@ -131,6 +132,22 @@ struct Row {
     solver_status: String,
     trace_events: usize,
     time_s: f64,
+    /// S+AD: concerto on the rewritten graph, never above `optimized_ns` (S is kept when the
+    /// rewrite schedules longer). With `--decompose` only, like the fields below.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decomposed_ns: Option<u64>,
+    /// S+AD vs S, positive when shorter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ad_gain_pct: Option<f64>,
+    /// The decompositions applied (empty when none helped or the rewrite was rejected).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decompositions: Option<Vec<DecompositionJson>>,
+    /// Why the decompositions chosen were not applied, when they were not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ad_note: Option<String>,
+    /// Selection plus scheduling of the rewritten graph.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ad_time_s: Option<f64>,
 }
 
 pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
@@ -155,6 +172,21 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
         if r.results.iter().any(|s| opt > s.makespan_ns()) {
             worse.push(c.name);
         }
+        let ad = if args.opts.decompose == Decompose::Off {
+            None
+        } else {
+            Some(
+                decompose::sequential(&args.opts, &graph, opt)
+                    .map_err(|e| e.context(format!("{}: decomposing", c.name)))?,
+            )
+        };
+        let ad_note = ad.as_ref().and_then(|a| a.rejected).map(|(ns, k)| {
+            format!(
+                "not applied: {k} decomposition(s) scheduled to {:.3} ms > S {:.3} ms",
+                ns as f64 / 1e6,
+                opt as f64 / 1e6
+            )
+        });
         let row = Row {
             config: c.name,
             ops: r.ops,
@@ -172,15 +204,33 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
             solver_status: r.solver_status.to_string(),
             trace_events: events,
             time_s: r.time.as_secs_f64(),
+            decomposed_ns: ad.as_ref().map(|a| a.decomposed_ns),
+            ad_gain_pct: ad
+                .as_ref()
+                .map(|a| (1.0 - a.decomposed_ns as f64 / opt as f64) * 100.0),
+            ad_time_s: ad.as_ref().map(|a| a.time.as_secs_f64()),
+            decompositions: ad.map(|a| a.decompositions),
+            ad_note,
         };
         if !args.json {
+            let sad = match (row.decomposed_ns, &row.decompositions) {
+                (Some(ns), Some(d)) => format!(
+                    ", S+AD {:.3} ms with {} decomposition(s){}",
+                    ns as f64 / 1e6,
+                    d.len(),
+                    row.ad_note
+                        .as_ref()
+                        .map_or(String::new(), |n| format!(" ({n})"))
+                ),
+                _ => String::new(),
+            };
             eprintln!(
-                "{}: {} ops, concerto {:.3} ms vs best baseline {:.3} ms ({:.1} s)",
+                "{}: {} ops, concerto {:.3} ms vs best baseline {:.3} ms{sad} ({:.1} s)",
                 row.config,
                 row.ops,
                 opt as f64 / 1e6,
                 best as f64 / 1e6,
-                row.time_s
+                row.time_s + row.ad_time_s.unwrap_or(0.0)
             );
         }
         rows.push(row);
@@ -188,7 +238,8 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
     if args.json {
         println!("{}", serde_json::to_string(&rows)?);
     } else {
-        let mut t = Table::new(&[
+        let decomposing = args.opts.decompose != Decompose::Off;
+        let mut header = vec![
             "config",
             "ops",
             "bound_ms",
@@ -201,10 +252,14 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
             "exposed_ms",
             "plan",
             "time_s",
-        ]);
+        ];
+        if decomposing {
+            header.extend(["S+AD_ms", "AD_gain", "decomps", "AD_s"]);
+        }
+        let mut t = Table::new(&header);
         let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
         for r in &rows {
-            t.row(vec![
+            let mut cells = vec![
                 r.config.to_string(),
                 r.ops.to_string(),
                 ms(r.lower_bound_ns),
@@ -217,9 +272,34 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
                 ms(r.exposed_comm_ns),
                 r.origin.to_string(),
                 format!("{:.1}", r.time_s),
-            ]);
+            ];
+            if decomposing {
+                cells.extend([
+                    r.decomposed_ns.map_or("-".into(), ms),
+                    r.ad_gain_pct.map_or("-".into(), |g| format!("{g:.2}%")),
+                    match (&r.decompositions, &r.ad_note) {
+                        (Some(d), None) => d.len().to_string(),
+                        (_, Some(_)) => "0 (rejected)".to_string(),
+                        (None, None) => "-".to_string(),
+                    },
+                    r.ad_time_s.map_or("-".into(), |s| format!("{s:.1}")),
+                ]);
+            }
+            t.row(cells);
         }
         print!("{}", t.render());
+        if decomposing {
+            println!(
+                "concerto_ms = S (schedule only); S+AD_ms = concerto on the graph rewritten by \
+                 the decompositions (decomps of them), kept at S when the rewrite schedules \
+                 longer; AD_gain = S+AD vs S; AD_s = selection + S+AD scheduling time"
+            );
+            for r in &rows {
+                if let Some(n) = &r.ad_note {
+                    println!("{}: {n}", r.config);
+                }
+            }
+        }
     }
     if !worse.is_empty() {
         eprintln!("concerto is worse than a baseline on: {}", worse.join(", "));

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod bench;
 mod check;
+mod decompose;
 mod graphs_bench;
 mod import;
 mod model;
@@ -40,6 +41,9 @@ enum Command {
     /// Schedule a training-step graph; compare with program order, an XLA-LHS-like and an
     /// Inductor-like scheduler under the simulator.
     Optimize(optimize::OptimizeArgs),
+    /// Show a graph's critical collectives, the decompositions chosen around them and the
+    /// schedule-only (S) vs decomposed (S+AD) makespans; `--sweep-slowdown` for sensitivity.
+    Decompose(decompose::DecomposeArgs),
     /// Benchmarks over instance sets.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -69,6 +73,7 @@ fn main() -> ExitCode {
         Command::Import(args) => import::run(&args),
         Command::Model(args) => model::run(&args),
         Command::Optimize(args) => optimize::run(&args),
+        Command::Decompose(args) => decompose::run(&args),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Solvers => {
             solve::list_solvers();

@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
+use concerto_decomp::fuse::{fuse, FuseConfig, Fused};
 use concerto_decomp::select::{select, select_exact, SelectConfig, Selected};
 use concerto_graph::optimize::{self, OptimizeConfig, Optimized};
 use concerto_graph::{trace, Graph, Hardware};
@@ -41,6 +42,15 @@ pub(crate) struct OptimizeArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub(crate) json: bool,
+}
+
+/// Whether to fuse collectives.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fuse {
+    /// No fusion.
+    Off,
+    /// Fuse, then schedule.
+    On,
 }
 
 /// Whether and how to decompose.
@@ -116,6 +126,10 @@ pub(crate) struct OptimizeOpts {
     /// decompositions on the schedule-only result, then schedule the rewritten graph).
     #[arg(long, value_enum, default_value_t = Decompose::Off)]
     pub(crate) decompose: Decompose,
+    /// Collective fusion (bucketing, boundaries chosen by evaluating schedules): `on` adds
+    /// the row `concerto+fuse`, the schedule of the fused graph.
+    #[arg(long, value_enum, default_value_t = Fuse::Off)]
+    pub(crate) fuse: Fuse,
     /// Cost chunks as the op's duration x X / N instead of looking them up in the tables.
     #[arg(long, value_name = "X")]
     pub(crate) split_slowdown: Option<f64>,
@@ -162,6 +176,15 @@ impl OptimizeOpts {
 
     /// The decompositions `--decompose` asks for, and the schedule of the rewritten graph.
     pub(crate) fn decompose(&self, graph: &Graph) -> anyhow::Result<Option<(Selected, Optimized)>> {
+        let Some(selected) = self.select(graph)? else {
+            return Ok(None);
+        };
+        let optimized = self.run(&selected.graph)?;
+        Ok(Some((selected, optimized)))
+    }
+
+    /// The decompositions `--decompose` asks for (`None` when off), not scheduled.
+    pub(crate) fn select(&self, graph: &Graph) -> anyhow::Result<Option<Selected>> {
         if self.decompose == Decompose::Off {
             return Ok(None);
         }
@@ -179,8 +202,17 @@ impl OptimizeOpts {
             Decompose::Greedy => select(graph, &hardware, &config)?,
             _ => select_exact(graph, &hardware, &config, &exact_selection)?,
         };
-        let optimized = self.run(&selected.graph)?;
-        Ok(Some((selected, optimized)))
+        Ok(Some(selected))
+    }
+
+    /// The fusion `--fuse on` asks for, and the schedule of the fused graph.
+    pub(crate) fn fuse(&self, graph: &Graph) -> anyhow::Result<Option<(Fused, Optimized)>> {
+        if self.fuse == Fuse::Off {
+            return Ok(None);
+        }
+        let fused = fuse(graph, &self.hardware()?, &FuseConfig::default())?;
+        let optimized = self.run(&fused.graph)?;
+        Ok(Some((fused, optimized)))
     }
 
     pub(crate) fn run(&self, graph: &Graph) -> anyhow::Result<Optimized> {
@@ -247,6 +279,10 @@ pub(crate) struct OptimizeJson {
     start_makespan_ns: u64,
     schedulers: std::collections::BTreeMap<&'static str, SchedulerJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    fused_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    buckets: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     decomposed_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     decompositions: Option<Vec<DecompositionJson>>,
@@ -276,6 +312,20 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         .run(&graph)
         .with_context(|| format!("optimizing {}", args.graph.display()))?;
     let ad = args.opts.decompose(&graph)?;
+    // Fusion is chosen on baseline schedules; keep it only if the scheduled fused graph is
+    // not longer than the scheduled original (else report the original, no bucket).
+    let mut fusion_note = None;
+    let fu = match args.opts.fuse(&graph)? {
+        Some((f, o)) if o.concerto().makespan_ns() > r.concerto().makespan_ns() => {
+            fusion_note = Some(format!(
+                "fusion not kept: {} bucket(s) scheduled to {} ms, longer than unfused",
+                f.buckets.len(),
+                ms(o.concerto().makespan_ns())
+            ));
+            None
+        }
+        other => other,
+    };
     let noise = match args.noise {
         Some(p) => {
             let plans: Vec<_> = r.results.iter().map(|s| &s.plan).collect();
@@ -344,6 +394,16 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
                     )
                 })
                 .collect(),
+            fused_ns: match &fu {
+                Some((_, o)) => Some(o.concerto().makespan_ns()),
+                None if fusion_note.is_some() => Some(r.concerto().makespan_ns()),
+                None => None,
+            },
+            buckets: match &fu {
+                Some((f, _)) => Some(f.buckets.len()),
+                None if fusion_note.is_some() => Some(0),
+                None => None,
+            },
             decomposed_ns: ad.as_ref().map(|(_, o)| o.concerto().makespan_ns()),
             decompositions: ad.as_ref().map(|(s, _)| decompositions_json(s)),
             noise_pct: args.noise,
@@ -394,10 +454,15 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         }
         table.row(row);
     }
-    if let Some((_, o)) = &ad {
+    let extra = [
+        ("concerto+fuse", fu.as_ref().map(|x| &x.1)),
+        ("concerto+AD", ad.as_ref().map(|x| &x.1)),
+    ];
+    for (label, o) in extra {
+        let Some(o) = o else { continue };
         let s = o.concerto();
         let mut row = vec![
-            "concerto+AD".to_string(),
+            label.to_string(),
             ms(s.makespan_ns()),
             pct(s.makespan_ns(), po),
             pct(s.makespan_ns(), r.lower_bound_ns),
@@ -410,6 +475,18 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         table.row(row);
     }
     print!("{}", table.render());
+    if let Some(note) = &fusion_note {
+        println!("fused        {note}");
+    }
+    if let Some((f, o)) = &fu {
+        println!(
+            "fused        {} bucket(s) of {} collectives: {} -> {} collective calls (concerto+fuse)",
+            f.buckets.len(),
+            f.buckets.iter().map(|b| b.members.len()).sum::<usize>(),
+            r.collectives,
+            o.collectives
+        );
+    }
     if let Some((sel, o)) = &ad {
         println!(
             "decomposed   {} collective(s), {} ops after the rewrite; concerto+AD = schedule + decomposition (S+AD), concerto = schedule only (S)",

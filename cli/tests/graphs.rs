@@ -289,3 +289,192 @@ fn decompose_sequential_adds_the_s_plus_ad_keys() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--split-slowdown"), "{}", stderr(&o));
 }
+
+#[test]
+fn decompose_json_lists_critical_collectives_decompositions_and_s_plus_ad() {
+    let dir = scratch("decompose-cmd");
+    let graph = small_gpt(&dir);
+    let o = concerto(&["decompose", &graph, "--time-limit", "1", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    for key in [
+        "graph",
+        "hardware",
+        "baseline_ns",
+        "critical",
+        "decompositions",
+        "n_values",
+        "evaluated_before_ns",
+        "evaluated_after_ns",
+        "optimized_ns",
+        "decomposed_ns",
+        "ad_gain_pct",
+    ] {
+        assert!(v.get(key).is_some(), "missing `{key}` in {v}");
+    }
+    let critical = v["critical"].as_array().unwrap();
+    assert!(!critical.is_empty(), "{v}");
+    for c in critical {
+        for key in ["name", "kind", "bytes", "exposed_ns"] {
+            assert!(c.get(key).is_some(), "{c}");
+        }
+        assert!(c["exposed_ns"].as_u64().unwrap() > 0, "{c}");
+    }
+    for d in v["decompositions"].as_array().unwrap() {
+        for key in [
+            "collective",
+            "axis",
+            "n",
+            "context_size",
+            "before_ns",
+            "after_ns",
+        ] {
+            assert!(d.get(key).is_some(), "{d}");
+        }
+        assert!(d["after_ns"].as_u64() < d["before_ns"].as_u64(), "{d}");
+    }
+    assert!(v["evaluated_after_ns"].as_u64() <= v["evaluated_before_ns"].as_u64());
+    assert!(v["decomposed_ns"].as_u64().unwrap() > 0);
+    assert!(
+        v["optimized_ns"].as_u64() <= v["baseline_ns"].as_u64(),
+        "{v}"
+    );
+}
+
+#[test]
+fn decompose_sweep_has_a_measured_row_and_one_per_factor() {
+    let dir = scratch("decompose-sweep");
+    let graph = small_gpt(&dir);
+    let o = concerto(&[
+        "decompose",
+        &graph,
+        "--time-limit",
+        "1",
+        "--sweep-slowdown",
+        "1.0,1.5",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON array");
+    let rows = v.as_array().unwrap();
+    let labels: Vec<&str> = rows.iter().map(|r| r["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ["measured", "1.0", "1.5"], "{v}");
+    assert!(rows[0]["slowdown"].is_null());
+    assert_eq!(rows[1]["slowdown"].as_f64(), Some(1.0));
+    assert_eq!(rows[2]["slowdown"].as_f64(), Some(1.5));
+    for r in rows {
+        for key in [
+            "decompositions",
+            "n_values",
+            "evaluated_before_ns",
+            "evaluated_after_ns",
+            "optimized_ns",
+            "decomposed_ns",
+        ] {
+            assert!(r.get(key).is_some(), "missing `{key}` in {r}");
+        }
+        assert!(r["evaluated_after_ns"].as_u64() <= r["evaluated_before_ns"].as_u64());
+        // Every row starts from the same graph and the same S.
+        assert_eq!(r["evaluated_before_ns"], rows[0]["evaluated_before_ns"]);
+        assert_eq!(r["optimized_ns"], rows[0]["optimized_ns"]);
+        let ds = r["decompositions"].as_array().unwrap();
+        if ds.is_empty() {
+            assert_eq!(r["n_values"], "-");
+            assert_eq!(r["decomposed_ns"], r["optimized_ns"]);
+        }
+    }
+}
+
+#[test]
+fn decompose_sweep_errors_name_the_flag() {
+    let dir = scratch("decompose-errors");
+    let graph = small_gpt(&dir);
+    for list in ["1.0,x", "0", "1.0,-1.5", ""] {
+        let o = concerto(&["decompose", &graph, "--sweep-slowdown", list]);
+        assert_eq!(o.status.code(), Some(2), "{list}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("--sweep-slowdown"),
+            "{list}: {}",
+            stderr(&o)
+        );
+        assert!(stdout(&o).is_empty(), "{list}: {}", stdout(&o));
+    }
+    let o = concerto(&["decompose", &graph, "--decompose", "off"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--decompose off"), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_graphs_decompose_never_reports_s_plus_ad_above_s() {
+    let o = concerto(&[
+        "bench",
+        "graphs",
+        "--only",
+        "evoformer",
+        "--decompose",
+        "sequential",
+        "--time-limit",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = v.as_array().unwrap();
+    assert_eq!(rows.len(), 1);
+    for r in rows {
+        let s = r["optimized_ns"].as_u64().unwrap();
+        let sad = r["decomposed_ns"]
+            .as_u64()
+            .expect("decomposed_ns with --decompose");
+        assert!(sad <= s, "{r}");
+        assert!(r["ad_gain_pct"].as_f64().unwrap() >= 0.0, "{r}");
+        let ds = r["decompositions"].as_array().expect("decompositions");
+        for d in ds {
+            for key in ["collective", "axis", "n", "context_size"] {
+                assert!(d.get(key).is_some(), "{d}");
+            }
+        }
+        if r.get("ad_note").is_some() || ds.is_empty() {
+            assert_eq!(sad, s, "{r}");
+        }
+    }
+    // Without --decompose the row has no S+AD keys.
+    let o = concerto(&[
+        "bench",
+        "graphs",
+        "--only",
+        "evoformer",
+        "--time-limit",
+        "1",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v[0].get("decomposed_ns").is_none(), "{v}");
+}
+
+#[test]
+fn fuse_on_reports_the_fused_schedule_never_longer_than_unfused() {
+    let dir = scratch("fuse");
+    let path = dir.join("z3.json").display().to_string();
+    let o = concerto(&[
+        "model", "gpt", "--layers", "2", "--hidden", "1024", "--heads", "16", "--seq", "1024",
+        "--dp", "16", "--zero", "3", "-o", &path,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = concerto(&[
+        "optimize",
+        &path,
+        "--time-limit",
+        "1",
+        "--fuse",
+        "on",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        v["fused_ns"].as_u64().unwrap() <= v["optimized_ns"].as_u64().unwrap(),
+        "{v}"
+    );
+    assert!(v["buckets"].as_u64().is_some(), "{v}");
+}

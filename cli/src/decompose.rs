@@ -1,0 +1,549 @@
+//! `concerto decompose`: the critical collectives of a graph, the decompositions chosen around
+//! them, and the schedule-only (S) and schedule-plus-decomposition (S+AD) makespans; with
+//! `--sweep-slowdown`, the same selection under fixed split slowdowns (sensitivity).
+//!
+//! Also the S+AD step of `concerto bench graphs` ([`sequential`]).
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::Args;
+use concerto_decomp::critical::critical;
+use concerto_decomp::select::{evaluate, SelectConfig, Selected};
+use concerto_graph::optimize::Optimized;
+use concerto_graph::{Graph, OpKind};
+use serde::Serialize;
+
+use crate::model::read_graph;
+use crate::optimize::{decompositions_json, Decompose, DecompositionJson, OptimizeOpts};
+use crate::table::Table;
+use crate::Failure;
+
+/// Arguments of `concerto decompose`.
+#[derive(Args, Debug)]
+#[command(mut_arg("decompose", |a| a
+    .default_value("sequential")
+    .help("How to choose decompositions (`off` is refused here)")))]
+pub(crate) struct DecomposeArgs {
+    /// The graph: a native `.json` graph or an XLA HLO text module (`.hlo`).
+    pub(crate) graph: PathBuf,
+    #[command(flatten)]
+    pub(crate) opts: OptimizeOpts,
+    /// Comma-separated split slowdowns (chunk duration = op duration x X / N): one selection
+    /// and one S+AD schedule per factor, after one with the measured tables.
+    #[arg(long, value_name = "X,...", conflicts_with = "split_slowdown")]
+    pub(crate) sweep_slowdown: Option<String>,
+    /// Print JSON (an object, or an array of rows with `--sweep-slowdown`) instead of tables.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// What `--decompose` gave on one graph, with S+AD <= S enforced.
+pub(crate) struct Sequential {
+    /// The selection (its decompositions are the ones applied, or none when rejected).
+    pub(crate) decompositions: Vec<DecompositionJson>,
+    /// S+AD as reported: the rewritten graph's concerto makespan, or S when the rewrite is
+    /// rejected or there is nothing to rewrite.
+    pub(crate) decomposed_ns: u64,
+    /// Set when the selection chose decompositions whose schedule was longer than S: the
+    /// rewritten graph's makespan and how many decompositions were dropped.
+    pub(crate) rejected: Option<(u64, usize)>,
+    /// Selection plus scheduling of the rewritten graph.
+    pub(crate) time: Duration,
+}
+
+/// `opts` with the decomposition asked for: the selection of `opts.decompose` (the default
+/// one when `off`) and the given split slowdown.
+fn with_slowdown(opts: &OptimizeOpts, slowdown: Option<f64>) -> OptimizeOpts {
+    let mut o = opts.clone();
+    if o.decompose == Decompose::Off {
+        o.decompose = Decompose::Sequential;
+    }
+    o.split_slowdown = slowdown;
+    o
+}
+
+/// Selection and the rewritten graph's schedule, under `opts`' decomposition flags.
+/// `None` in the schedule when nothing was chosen (the graph is unchanged: S+AD = S).
+fn select_and_schedule(
+    opts: &OptimizeOpts,
+    graph: &Graph,
+) -> anyhow::Result<(Selected, Option<Optimized>)> {
+    let selected = opts
+        .select(graph)?
+        .expect("the decomposition is on in `opts`");
+    if selected.decompositions.is_empty() {
+        return Ok((selected, None));
+    }
+    let optimized = opts.run(&selected.graph)?;
+    Ok((selected, Some(optimized)))
+}
+
+/// The S+AD step of `bench graphs --decompose ...`: S is `s_ns`; keeps S when the rewritten
+/// graph schedules longer.
+pub(crate) fn sequential(
+    opts: &OptimizeOpts,
+    graph: &Graph,
+    s_ns: u64,
+) -> anyhow::Result<Sequential> {
+    let t = Instant::now();
+    let (selected, optimized) =
+        select_and_schedule(&with_slowdown(opts, opts.split_slowdown), graph)?;
+    Ok(keep_shorter(
+        s_ns,
+        decompositions_json(&selected),
+        optimized.map(|o| o.concerto().makespan_ns()),
+        t.elapsed(),
+    ))
+}
+
+/// S+AD <= S: the decompositions and the rewritten graph's makespan `scheduled` (`None` when
+/// nothing was rewritten) when it is at most `s_ns`, else none and S.
+fn keep_shorter(
+    s_ns: u64,
+    chosen: Vec<DecompositionJson>,
+    scheduled: Option<u64>,
+    time: Duration,
+) -> Sequential {
+    match scheduled {
+        Some(ns) if ns <= s_ns => Sequential {
+            decompositions: chosen,
+            decomposed_ns: ns,
+            rejected: None,
+            time,
+        },
+        Some(ns) => Sequential {
+            rejected: Some((ns, chosen.len())),
+            decompositions: Vec::new(),
+            decomposed_ns: s_ns,
+            time,
+        },
+        None => Sequential {
+            decompositions: Vec::new(),
+            decomposed_ns: s_ns,
+            rejected: None,
+            time,
+        },
+    }
+}
+
+/// The split slowdowns of `--sweep-slowdown`: (label as written, factor).
+fn parse_factors(list: &str) -> anyhow::Result<Vec<(String, f64)>> {
+    let help = "expected a comma-separated list of positive factors, e.g. 1.0,1.1,1.2,1.5";
+    if list.trim().is_empty() {
+        anyhow::bail!("--sweep-slowdown: empty list ({help})");
+    }
+    list.split(',')
+        .map(|s| {
+            let s = s.trim();
+            let x: f64 = s
+                .parse()
+                .map_err(|_| anyhow::anyhow!("--sweep-slowdown: `{s}` is not a number ({help})"))?;
+            if !(x.is_finite() && x > 0.0) {
+                anyhow::bail!(
+                    "--sweep-slowdown: the factor `{s}` is not a positive number ({help})"
+                );
+            }
+            Ok((s.to_string(), x))
+        })
+        .collect()
+}
+
+/// `2x3, 4x1`: each chunk count and how many decompositions use it.
+fn n_values(s: &Selected) -> String {
+    let mut counts = std::collections::BTreeMap::<u32, usize>::new();
+    for d in &s.decompositions {
+        *counts.entry(d.n).or_default() += 1;
+    }
+    if counts.is_empty() {
+        return "-".into();
+    }
+    counts
+        .iter()
+        .map(|(n, k)| format!("{n}x{k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+/// S+AD vs S, positive when S+AD is shorter.
+fn gain_pct(s: u64, sad: u64) -> f64 {
+    if s == 0 {
+        0.0
+    } else {
+        (1.0 - sad as f64 / s as f64) * 100.0
+    }
+}
+
+/// A critical collective in the JSON report.
+#[derive(Serialize)]
+struct CriticalJson {
+    name: String,
+    kind: &'static str,
+    bytes: u64,
+    duration_ns: u64,
+    exposed_ns: u64,
+}
+
+/// A decomposition chosen, with its evaluated effect.
+#[derive(Serialize)]
+struct ChosenJson {
+    #[serde(flatten)]
+    d: DecompositionJson,
+    before_ns: u64,
+    after_ns: u64,
+}
+
+fn chosen_json(s: &Selected) -> Vec<ChosenJson> {
+    decompositions_json(s)
+        .into_iter()
+        .zip(&s.decompositions)
+        .map(|(d, x)| ChosenJson {
+            d,
+            before_ns: x.before_ns,
+            after_ns: x.after_ns,
+        })
+        .collect()
+}
+
+/// The JSON report of `concerto decompose` without a sweep.
+#[derive(Serialize)]
+struct DecomposeJson {
+    graph: String,
+    hardware: String,
+    contention: f64,
+    ops: usize,
+    collectives: usize,
+    slowdown: Option<f64>,
+    baseline_ns: u64,
+    threshold: f64,
+    critical: Vec<CriticalJson>,
+    decompositions: Vec<ChosenJson>,
+    n_values: String,
+    evaluated_before_ns: u64,
+    evaluated_after_ns: u64,
+    optimized_ns: u64,
+    decomposed_ns: u64,
+    decomposed_ops: usize,
+    ad_gain_pct: f64,
+    time_s: f64,
+}
+
+/// One row of `--sweep-slowdown`.
+#[derive(Serialize)]
+struct SweepJson {
+    /// `measured` or the factor as written.
+    label: String,
+    /// `null` for the measured tables.
+    slowdown: Option<f64>,
+    decompositions: Vec<ChosenJson>,
+    n_values: String,
+    evaluated_before_ns: u64,
+    evaluated_after_ns: u64,
+    optimized_ns: u64,
+    decomposed_ns: u64,
+    decomposed_ops: usize,
+    ad_gain_pct: f64,
+    time_s: f64,
+}
+
+pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
+    if args.opts.decompose == Decompose::Off {
+        return Err(anyhow::anyhow!(
+            "--decompose off: `concerto decompose` always decomposes (use `concerto optimize` \
+             to schedule only)"
+        )
+        .into());
+    }
+    let factors = match &args.sweep_slowdown {
+        Some(list) => Some(parse_factors(list)?),
+        None => None,
+    };
+    if let Some(x) = args.opts.split_slowdown {
+        if !(x.is_finite() && x > 0.0) {
+            return Err(
+                anyhow::anyhow!("--split-slowdown must be a positive number, got {x}").into(),
+            );
+        }
+    }
+    let hardware = args.opts.hardware()?;
+    args.opts.config()?;
+    let graph = read_graph(&args.graph)?;
+    let t = Instant::now();
+    let s = args
+        .opts
+        .run(&graph)
+        .with_context(|| format!("optimizing {}", args.graph.display()))?;
+    let s_ns = s.concerto().makespan_ns();
+    // One selection and S+AD schedule per slowdown; `None` is the measured tables.
+    let slowdowns: Vec<(String, Option<f64>)> = match &factors {
+        Some(f) => std::iter::once(("measured".to_string(), None))
+            .chain(f.iter().map(|(l, x)| (l.clone(), Some(*x))))
+            .collect(),
+        None => vec![(
+            args.opts
+                .split_slowdown
+                .map_or("measured".to_string(), |x| x.to_string()),
+            args.opts.split_slowdown,
+        )],
+    };
+    let mut rows = Vec::new();
+    for (label, slowdown) in slowdowns {
+        let t = Instant::now();
+        let opts = with_slowdown(&args.opts, slowdown);
+        let (selected, o) = select_and_schedule(&opts, &graph)
+            .with_context(|| format!("decomposing {} (slowdown {label})", graph.name()))?;
+        let (sad, ops) = o
+            .as_ref()
+            .map_or((s_ns, s.ops), |o| (o.concerto().makespan_ns(), o.ops));
+        if factors.is_some() && !args.json {
+            eprintln!(
+                "{label}: {} decomposition(s), S+AD {} ms ({:.1} s)",
+                selected.decompositions.len(),
+                ms(sad),
+                t.elapsed().as_secs_f64()
+            );
+        }
+        rows.push(SweepJson {
+            label,
+            slowdown,
+            decompositions: chosen_json(&selected),
+            n_values: n_values(&selected),
+            evaluated_before_ns: selected.before_ns,
+            evaluated_after_ns: selected.after_ns,
+            optimized_ns: s_ns,
+            decomposed_ns: sad,
+            decomposed_ops: ops,
+            ad_gain_pct: gain_pct(s_ns, sad),
+            time_s: t.elapsed().as_secs_f64(),
+        });
+    }
+    if factors.is_some() {
+        print_sweep(args, &graph, &hardware.name, s_ns, &rows)?;
+        return Ok(());
+    }
+    let row = rows.pop().expect("one row");
+    let threshold = SelectConfig::default().threshold;
+    let (baseline_ns, timeline) = evaluate(&graph, &hardware)?;
+    let crit: Vec<CriticalJson> = critical(&graph, &timeline, threshold)
+        .into_iter()
+        .map(|c| {
+            let op = graph.op(c.op);
+            let (kind, bytes) = match &op.kind {
+                OpKind::Collective { kind, bytes, .. } => (kind.as_str(), *bytes),
+                OpKind::Compute { .. } => ("compute", op.output_bytes()),
+            };
+            CriticalJson {
+                name: op.name.clone(),
+                kind,
+                bytes,
+                duration_ns: timeline.end[c.op.0] - timeline.start[c.op.0],
+                exposed_ns: c.exposed_ns,
+            }
+        })
+        .collect();
+    let report = DecomposeJson {
+        graph: graph.name().to_string(),
+        hardware: hardware.name.clone(),
+        contention: s.contention,
+        ops: s.ops,
+        collectives: s.collectives,
+        slowdown: row.slowdown,
+        baseline_ns,
+        threshold,
+        critical: crit,
+        decompositions: row.decompositions,
+        n_values: row.n_values,
+        evaluated_before_ns: row.evaluated_before_ns,
+        evaluated_after_ns: row.evaluated_after_ns,
+        optimized_ns: s_ns,
+        decomposed_ns: row.decomposed_ns,
+        decomposed_ops: row.decomposed_ops,
+        ad_gain_pct: row.ad_gain_pct,
+        time_s: t.elapsed().as_secs_f64(),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+        return Ok(());
+    }
+    let r = &report;
+    println!(
+        "graph          {} ({} ops, {} collectives)",
+        r.graph, r.ops, r.collectives
+    );
+    println!(
+        "hardware       {} (compute {:.2}x slower while a collective runs)",
+        r.hardware, r.contention
+    );
+    println!(
+        "best baseline  {} ms (best of program order, lhs and inductor, simulated)",
+        ms(r.baseline_ns)
+    );
+    println!(
+        "critical       {} collective(s) exposed for >= {}% of that makespan",
+        r.critical.len(),
+        r.threshold * 100.0
+    );
+    if !r.critical.is_empty() {
+        let mut t = Table::new(&["collective", "kind", "MiB", "duration_ms", "exposed_ms"]);
+        for c in &r.critical {
+            t.row(vec![
+                c.name.clone(),
+                c.kind.to_string(),
+                format!("{:.2}", c.bytes as f64 / (1u64 << 20) as f64),
+                ms(c.duration_ns),
+                ms(c.exposed_ns),
+            ]);
+        }
+        print!("{}", t.render());
+    }
+    let cost = match r.slowdown {
+        Some(x) => format!("chunks cost op x {x} / N"),
+        None => "chunks costed from the measured tables".to_string(),
+    };
+    println!(
+        "chosen         {} decomposition(s), N {} ({cost}); evaluated {} -> {} ms",
+        r.decompositions.len(),
+        r.n_values,
+        ms(r.evaluated_before_ns),
+        ms(r.evaluated_after_ns)
+    );
+    if !r.decompositions.is_empty() {
+        let mut t = Table::new(&[
+            "collective",
+            "axis",
+            "N",
+            "context_ops",
+            "before_ms",
+            "after_ms",
+        ]);
+        for d in &r.decompositions {
+            t.row(vec![
+                d.d.collective.clone(),
+                d.d.axis.to_string(),
+                d.d.n.to_string(),
+                d.d.context_size.to_string(),
+                ms(d.before_ns),
+                ms(d.after_ns),
+            ]);
+        }
+        print!("{}", t.render());
+    }
+    println!(
+        "S              {} ms (concerto, schedule only)",
+        ms(r.optimized_ns)
+    );
+    println!(
+        "S+AD           {} ms (concerto on the rewritten graph, {} ops): {:+.2}% vs S",
+        ms(r.decomposed_ns),
+        r.decomposed_ops,
+        r.ad_gain_pct
+    );
+    if r.decomposed_ns > r.optimized_ns {
+        println!(
+            "               S+AD is longer than S: `bench graphs` would not apply these \
+             decompositions"
+        );
+    }
+    println!("time           {:.2} s", r.time_s);
+    Ok(())
+}
+
+fn print_sweep(
+    args: &DecomposeArgs,
+    graph: &Graph,
+    hardware: &str,
+    s_ns: u64,
+    rows: &[SweepJson],
+) -> anyhow::Result<()> {
+    if args.json {
+        println!("{}", serde_json::to_string(rows)?);
+        return Ok(());
+    }
+    println!(
+        "graph     {} ({} ops, {} collectives) on {hardware}",
+        graph.name(),
+        graph.len(),
+        graph.collective_count()
+    );
+    println!("S         {} ms (concerto, schedule only)", ms(s_ns));
+    let mut t = Table::new(&[
+        "slowdown",
+        "decomps",
+        "N",
+        "eval_before_ms",
+        "eval_after_ms",
+        "S+AD_ms",
+        "AD_gain",
+        "time_s",
+    ]);
+    for r in rows {
+        t.row(vec![
+            r.label.clone(),
+            r.decompositions.len().to_string(),
+            r.n_values.clone(),
+            ms(r.evaluated_before_ns),
+            ms(r.evaluated_after_ns),
+            ms(r.decomposed_ns),
+            format!("{:+.2}%", r.ad_gain_pct),
+            format!("{:.1}", r.time_s),
+        ]);
+    }
+    print!("{}", t.render());
+    println!(
+        "slowdown X: chunks cost op duration x X / N; measured: chunks from the hardware tables. \
+         AD_gain: S+AD vs S, positive when shorter."
+    );
+    for r in rows.iter().filter(|r| r.decomposed_ns > r.optimized_ns) {
+        println!(
+            "{}: S+AD is longer than S; `bench graphs` would keep S (not apply these \
+             decompositions)",
+            r.label
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn factors_parse_or_name_the_flag() {
+        let f = parse_factors("1.0, 1.5,2").unwrap();
+        assert_eq!(
+            f,
+            vec![("1.0".into(), 1.0), ("1.5".into(), 1.5), ("2".into(), 2.0)]
+        );
+        for bad in ["", "1.0,x", "0", "1,-1", "nan", "inf", "1,,2"] {
+            let e = parse_factors(bad).unwrap_err().to_string();
+            assert!(e.starts_with("--sweep-slowdown"), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn a_longer_rewrite_is_not_applied() {
+        let d = || {
+            vec![DecompositionJson {
+                collective: "ar".into(),
+                axis: "rows",
+                n: 2,
+                context_size: 3,
+            }]
+        };
+        let z = Duration::ZERO;
+        let kept = keep_shorter(100, d(), Some(90), z);
+        assert_eq!((kept.decomposed_ns, kept.decompositions.len()), (90, 1));
+        assert!(kept.rejected.is_none());
+        let rejected = keep_shorter(100, d(), Some(110), z);
+        assert_eq!(rejected.decomposed_ns, 100);
+        assert!(rejected.decompositions.is_empty());
+        assert_eq!(rejected.rejected, Some((110, 1)));
+        let none = keep_shorter(100, Vec::new(), None, z);
+        assert_eq!((none.decomposed_ns, none.rejected), (100, None));
+    }
+}
