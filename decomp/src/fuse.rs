@@ -78,6 +78,7 @@ use std::collections::{BTreeSet, BinaryHeap};
 use concerto_graph::{CollectiveKind, Graph, GraphBuilder, Hardware, LinkClass, Op, OpId, OpKind};
 
 use crate::error::DecompError;
+use crate::rewrite::copy_difference;
 use crate::select::evaluate;
 
 /// Options of [`fuse`].
@@ -507,17 +508,7 @@ fn check_inner(original: &Graph, fused: &Graph, origin: &[Vec<OpId>]) -> Result<
         let y = fused.op(x);
         if let [o] = entry[..] {
             let op = original.op(o);
-            let differs = if y.name != op.name {
-                Some("name")
-            } else if y.kind != op.kind {
-                Some("kind")
-            } else if y.outputs != op.outputs {
-                Some("outputs")
-            } else if y.duration_ns != op.duration_ns {
-                Some("duration override")
-            } else {
-                None
-            };
+            let differs = copy_difference(op, y);
             if let Some(what) = differs {
                 return Err(format!(
                     "the copy {} of {} differs in its {what}",

@@ -401,17 +401,7 @@ fn check_inner(original: &Graph, rewritten: &Rewritten) -> Result<(), String> {
         let c = &cover[o.0];
         if let Some(x) = c.copy {
             let y = g.op(x);
-            let differs = if y.name != op.name {
-                Some("name")
-            } else if y.kind != op.kind {
-                Some("kind")
-            } else if y.outputs != op.outputs {
-                Some("outputs")
-            } else if y.duration_ns != op.duration_ns {
-                Some("duration override")
-            } else {
-                None
-            };
+            let differs = copy_difference(op, y);
             if let Some(what) = differs {
                 return Err(format!(
                     "the copy {} of {} differs in its {what}",
@@ -596,6 +586,22 @@ fn conserved(op: &Op, chunks: &[(OpId, &Op)], new: &dyn Fn(OpId) -> String) -> R
         }
     }
     Ok(())
+}
+
+/// The first field in which `copy` differs from `op` (name, kind, outputs, duration
+/// override), for the checks of every rewrite.
+pub(crate) fn copy_difference(op: &Op, copy: &Op) -> Option<&'static str> {
+    if copy.name != op.name {
+        Some("name")
+    } else if copy.kind != op.kind {
+        Some("kind")
+    } else if copy.outputs != op.outputs {
+        Some("outputs")
+    } else if copy.duration_ns != op.duration_ns {
+        Some("duration override")
+    } else {
+        None
+    }
 }
 
 #[cfg(test)]
