@@ -272,7 +272,7 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
     }
     let hardware = args.opts.hardware()?;
     args.opts.config()?;
-    let graph = read_graph(&args.graph)?;
+    let graph = read_graph(&args.graph, args.opts.gpus_per_node)?;
     let t = Instant::now();
     let s = args
         .opts

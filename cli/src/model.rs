@@ -327,11 +327,11 @@ pub(crate) fn write_graph(path: &Path, graph: &Graph) -> anyhow::Result<()> {
 }
 
 /// Reads a graph file: the native JSON format, or XLA HLO text (`.hlo`, `.txt`) imported
-/// with 8 GPUs per node.
-pub(crate) fn read_graph(path: &Path) -> anyhow::Result<Graph> {
+/// with `gpus_per_node` GPUs per node.
+pub(crate) fn read_graph(path: &Path, gpus_per_node: u32) -> anyhow::Result<Graph> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     if ext == "hlo" || ext == "txt" {
-        let (graph, report) = crate::import::read_hlo(path, 8)?;
+        let (graph, report) = crate::import::read_hlo(path, gpus_per_node)?;
         for w in &report.warnings {
             eprintln!("warning: {w}");
         }

@@ -94,6 +94,10 @@ pub(crate) struct OptimizeOpts {
     /// Hardware profile: `h100` (measured tables) or `a800` (roofline, the paper's cluster).
     #[arg(long, default_value = "h100")]
     pub(crate) hardware: String,
+    /// GPUs per node: decides which collectives of an imported `.hlo` cross nodes, and the
+    /// profile's node size.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) gpus_per_node: u32,
     /// Compute slowdown while a collective runs (default: the profile's).
     #[arg(long, value_name = "X")]
     pub(crate) contention: Option<f64>,
@@ -140,7 +144,7 @@ pub(crate) struct OptimizeOpts {
 
 impl OptimizeOpts {
     pub(crate) fn hardware(&self) -> anyhow::Result<Hardware> {
-        let hw = Hardware::by_name(&self.hardware)?;
+        let hw = Hardware::by_name(&self.hardware)?.with_gpus_per_node(self.gpus_per_node)?;
         Ok(match self.contention {
             Some(c) => hw.with_contention(c)?,
             None => hw,
@@ -305,7 +309,7 @@ fn pct(a: u64, b: u64) -> String {
 }
 
 pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
-    let graph = read_graph(&args.graph)?;
+    let graph = read_graph(&args.graph, args.opts.gpus_per_node)?;
     let hardware = args.opts.hardware()?;
     let r = args
         .opts

@@ -241,6 +241,26 @@ fn import_counts_collectives_and_optimize_reads_hlo() {
         assert_eq!(v["ops"], 5);
         assert!(v["optimized_ns"].as_u64() <= v["program_order_ns"].as_u64());
     }
+    // With 4 GPUs per node the 8-way all-gather crosses nodes: slower than inside one node.
+    let json = |args: &[&str]| -> serde_json::Value {
+        let o = concerto(args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str(&stdout(&o)).unwrap()
+    };
+    let eight = json(&["optimize", &p, "--time-limit", "1", "--json"]);
+    let four = json(&[
+        "optimize",
+        &p,
+        "--time-limit",
+        "1",
+        "--json",
+        "--gpus-per-node",
+        "4",
+    ]);
+    assert!(
+        four["lower_bound_ns"].as_u64() > eight["lower_bound_ns"].as_u64(),
+        "{four} {eight}"
+    );
 }
 
 #[test]
