@@ -222,26 +222,37 @@ fn cross_entropy(pb: &mut Pb, name: &str, logits: V) {
     let t = pb.tensor(logits).clone();
     let classes = t.shape.last().copied().unwrap_or(1);
     let rows = t.elements() / classes;
-    let lse = Tensor::new(vec![rows], DType::F32);
-    let n = t.elements();
-    pb.loss(
-        name,
-        logits,
-        &[],
-        ComputeClass::Reduction,
-        4 * n,
-        vec![lse],
-        3 * n,
-    );
+    pb.cross_entropy(name, logits, Tensor::new(vec![rows], DType::F32));
 }
 
-/// Gated self-attention over the middle axis of `x` (`[a, b, c]`: `a` independent rows of `b`
-/// positions), optionally biased by `bias` (`[b, b, heads]`), as AlphaFold 2's MSA row /
-/// column attention and triangle attention: LayerNorm'd input, Q K V and gate projections,
-/// fused attention, sigmoid gate, output projection. Returns the residual output.
-fn gated_attention(pb: &mut Pb, name: &str, x: V, ln: V, bias: Option<V>, heads: u64) -> V {
+/// Which axis of `[a, b, c]` a gated attention attends over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Along {
+    /// The middle axis: `a` independent rows of `b` positions.
+    Rows,
+    /// The first axis: `b` independent columns of `a` positions.
+    Columns,
+}
+
+/// Gated self-attention along an axis of `x` (`[a, b, c]`), optionally biased by `bias`
+/// (`[n, n, heads]` for `n` positions), as AlphaFold 2's MSA row / column attention and
+/// triangle attention: LayerNorm'd input, Q K V and gate projections, fused attention, sigmoid
+/// gate, output projection. Returns the residual output.
+fn gated_attention(
+    pb: &mut Pb,
+    name: &str,
+    x: V,
+    ln: V,
+    bias: Option<V>,
+    heads: u64,
+    along: Along,
+) -> V {
     let t = pb.tensor(x).clone();
     let (a, b, c) = (t.shape[0], t.shape[1], t.shape[2]);
+    let (a, b) = match along {
+        Along::Rows => (a, b),
+        Along::Columns => (b, a),
+    };
     let qkv = pb.linear(
         &format!("{name}.qkv"),
         ln,
@@ -337,9 +348,18 @@ fn triangle_multiplication(pb: &mut Pb, name: &str, z: V, dm: Dims) -> V {
     pb.add(&format!("{name}.residual"), z, o)
 }
 
-/// Triangle attention on `z` sharded along its first axis: the bias `[r/d, r, heads]` is
-/// all-gathered to `[r, r, heads]`.
-fn triangle_attention(pb: &mut Pb, name: &str, z: V, dm: Dims) -> V {
+/// Triangle attention on `z` along `along`: around the starting node on row-sharded `z`
+/// (`[r/d, r, c_z]`, attention over rows), around the ending node on column-sharded `z`
+/// (`[r, r/d, c_z]`, attention over columns); the bias is gathered as [`gathered_bias`] does.
+fn triangle_attention(pb: &mut Pb, name: &str, z: V, dm: Dims, along: Along) -> V {
+    let ln = pb.norm(&format!("{name}.ln"), z, NormKind::Layer);
+    let bias = gathered_bias(pb, name, "bias_proj", ln, dm);
+    gated_attention(pb, name, z, ln, Some(bias), dm.heads, along)
+}
+
+/// The attention bias `{name}.{proj}` projected from the sharded `ln` (`[r/d, r, heads]`) and
+/// all-gathered over the DAP group to `[r, r, heads]` (`{name}.bias.allgather`).
+fn gathered_bias(pb: &mut Pb, name: &str, proj: &str, ln: V, dm: Dims) -> V {
     let Dims {
         r,
         heads,
@@ -347,21 +367,19 @@ fn triangle_attention(pb: &mut Pb, name: &str, z: V, dm: Dims) -> V {
         link,
         ..
     } = dm;
-    let ln = pb.norm(&format!("{name}.ln"), z, NormKind::Layer);
     let bias = pb.linear(
-        &format!("{name}.bias_proj"),
+        &format!("{name}.{proj}"),
         ln,
         heads,
         Weights::Own { bias: false },
     );
-    let bias = pb.all_gather(
+    pb.all_gather(
         &format!("{name}.bias.allgather"),
         bias,
         act([r, r, heads]),
         group,
         link,
-    );
-    gated_attention(pb, name, z, ln, Some(bias), heads)
+    )
 }
 
 /// One Evoformer block on `m` (`[s/d, r, c_m]`) and `z` (`[r/d, r, c_z]`).
@@ -381,25 +399,13 @@ fn block(pb: &mut Pb, m: V, z: V, dm: Dims) -> (V, V) {
     // MSA row attention with pair bias (m sharded along s, z along rows).
     let mln = pb.norm("msa_row.ln", m, NormKind::Layer);
     let zln = pb.norm("msa_row.ln_pair", z, NormKind::Layer);
-    let bias = pb.linear(
-        "msa_row.pair_bias",
-        zln,
-        heads,
-        Weights::Own { bias: false },
-    );
-    let bias = pb.all_gather(
-        "msa_row.bias.allgather",
-        bias,
-        act([r, r, heads]),
-        group,
-        link,
-    );
-    let m = gated_attention(pb, "msa_row", m, mln, Some(bias), heads);
+    let bias = gathered_bias(pb, "msa_row", "pair_bias", zln, dm);
+    let m = gated_attention(pb, "msa_row", m, mln, Some(bias), heads, Along::Rows);
     let m = pb.all_to_all("msa.alltoall.row_to_col", m, act([s, rl, c_m]), group, link);
 
     // MSA column attention and transition (m sharded along r).
     let mln = pb.norm("msa_col.ln", m, NormKind::Layer);
-    let m = column_attention(pb, m, mln, heads);
+    let m = gated_attention(pb, "msa_col", m, mln, None, heads, Along::Columns);
     let m = transition(pb, "msa_transition", m);
 
     // Outer product mean: z[i, j] += sum_s a[s, i] (x) b[s, j] / s for local i.
@@ -426,7 +432,7 @@ fn block(pb: &mut Pb, m: V, z: V, dm: Dims) -> (V, V) {
     // Pair stack (z sharded along rows, then columns, then rows again).
     let z = triangle_multiplication(pb, "tri_mul_out", z, dm);
     let z = triangle_multiplication(pb, "tri_mul_in", z, dm);
-    let z = triangle_attention(pb, "tri_att_start", z, dm);
+    let z = triangle_attention(pb, "tri_att_start", z, dm, Along::Rows);
     let z = pb.all_to_all(
         "pair.alltoall.row_to_col",
         z,
@@ -434,7 +440,7 @@ fn block(pb: &mut Pb, m: V, z: V, dm: Dims) -> (V, V) {
         group,
         link,
     );
-    let z = triangle_attention_cols(pb, "tri_att_end", z, dm);
+    let z = triangle_attention(pb, "tri_att_end", z, dm, Along::Columns);
     let z = transition(pb, "pair_transition", z);
     let z = pb.all_to_all(
         "pair.alltoall.col_to_row",
@@ -446,76 +452,11 @@ fn block(pb: &mut Pb, m: V, z: V, dm: Dims) -> (V, V) {
     (m_out, z)
 }
 
-/// MSA column attention on `m` (`[s, r/d, c_m]`): attention over `s` for each local column.
-fn column_attention(pb: &mut Pb, m: V, mln: V, heads: u64) -> V {
-    let t = pb.tensor(m).clone();
-    let (s, rl, c) = (t.shape[0], t.shape[1], t.shape[2]);
-    let qkv = pb.linear("msa_col.qkv", mln, 3 * c, Weights::Own { bias: false });
-    let g = pb.linear("msa_col.gate_proj", mln, c, Weights::Own { bias: true });
-    let o = pb.attention("msa_col.attn", qkv, None, rl * heads, s, s, c / heads);
-    let o = pb.unary("msa_col.gate", &[o, g], GATE);
-    let o = pb.linear("msa_col.out", o, c, Weights::Own { bias: true });
-    pb.add("msa_col.residual", m, o)
-}
-
-/// Triangle attention around the ending node on column-sharded `z` (`[r, r/d, c_z]`):
-/// attention over the first axis for each local column, bias gathered as in the starting
-/// node.
-fn triangle_attention_cols(pb: &mut Pb, name: &str, z: V, dm: Dims) -> V {
-    let Dims {
-        r,
-        c_z,
-        heads,
-        d,
-        group,
-        link,
-        ..
-    } = dm;
-    let rl = r / d;
-    let ln = pb.norm(&format!("{name}.ln"), z, NormKind::Layer);
-    let bias = pb.linear(
-        &format!("{name}.bias_proj"),
-        ln,
-        heads,
-        Weights::Own { bias: false },
-    );
-    let bias = pb.all_gather(
-        &format!("{name}.bias.allgather"),
-        bias,
-        act([r, r, heads]),
-        group,
-        link,
-    );
-    let qkv = pb.linear(
-        &format!("{name}.qkv"),
-        ln,
-        3 * c_z,
-        Weights::Own { bias: false },
-    );
-    let g = pb.linear(
-        &format!("{name}.gate_proj"),
-        ln,
-        c_z,
-        Weights::Own { bias: true },
-    );
-    let o = pb.attention(
-        &format!("{name}.attn"),
-        qkv,
-        Some(bias),
-        rl * heads,
-        r,
-        r,
-        c_z / heads,
-    );
-    let o = pb.unary(&format!("{name}.gate"), &[o, g], GATE);
-    let o = pb.linear(&format!("{name}.out"), o, c_z, Weights::Own { bias: true });
-    pb.add(&format!("{name}.residual"), z, o)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ir::{CollectiveKind, OpKind};
+    use crate::models::program::collectives;
     use crate::models::{build, parameters, Model, Zero};
 
     fn small() -> EvoformerConfig {
@@ -530,11 +471,8 @@ mod tests {
     }
 
     fn count(g: &crate::ir::Graph, kind: CollectiveKind, pat: &str) -> usize {
-        g.ops()
-            .filter(|o| {
-                matches!(o.kind, OpKind::Collective { kind: k, .. } if k == kind)
-                    && o.name.contains(pat)
-            })
+        collectives(g, kind)
+            .filter(|(o, _)| o.name.contains(pat))
             .count()
     }
 

@@ -349,66 +349,15 @@ impl Pb {
         let group = self.weights(name, k * n + if bias { n } else { 0 }, w);
         let out = with_last(&xt, n);
         let s = ACT.size();
-        let fwd = gemm(
-            GemmShape { b: 1, m, n, k },
-            (m * k + k * n + m * n) * s,
-            vec![out],
-        );
-        let dgrad = BwdOp {
-            op: named(
-                gemm(
-                    GemmShape {
-                        b: 1,
-                        m,
-                        n: k,
-                        k: n,
-                    },
-                    (m * n + k * n + m * k) * s,
-                    vec![xt],
-                ),
-                format!("{name}.dgrad"),
-            ),
-            reads: vec![Src::Grad(0)],
-            uses_w: true,
-            grads: vec![(x, 0)],
-            param_grad: vec![],
-        };
+        let bytes = (m * k + k * n + m * n) * s;
         let mut wout = vec![act([k, n])];
         let mut wbytes = (m * k + m * n + k * n) * s;
         if bias {
             wout.push(act([n]));
             wbytes += n * s;
         }
-        let param_grad = (0..wout.len()).collect();
-        let wgrad = BwdOp {
-            op: named(
-                gemm(
-                    GemmShape {
-                        b: 1,
-                        m: k,
-                        n,
-                        k: m,
-                    },
-                    wbytes,
-                    wout,
-                ),
-                format!("{name}.wgrad"),
-            ),
-            reads: vec![Src::Val(x), Src::Grad(0)],
-            uses_w: false,
-            grads: vec![],
-            param_grad,
-        };
-        self.node(
-            name,
-            fwd,
-            &[x],
-            Some(group),
-            &[true],
-            vec![dgrad, wgrad],
-            vec![],
-            false,
-        )[0]
+        let shape = GemmShape { b: 1, m, n, k };
+        self.gemm_layer(name, x, group, shape, bytes, out, wbytes, wout)
     }
 
     /// A 2-D convolution without bias over NCHW `x`, as an implicit GEMM: forward
@@ -432,30 +381,40 @@ impl Pb {
         let k = cin * kernel * kernel;
         let m = n * ho * wo;
         let group = self.group(name, k * cout);
-        let s = ACT.size();
-        let (xb, wb, ob) = (xt.bytes(), k * cout * s, out.bytes());
-        let fwd = gemm(
-            GemmShape {
-                b: 1,
-                m,
-                n: cout,
-                k,
-            },
-            xb + wb + ob,
-            vec![out],
-        );
+        let bytes = xt.bytes() + k * cout * ACT.size() + out.bytes();
+        let shape = GemmShape {
+            b: 1,
+            m,
+            n: cout,
+            k,
+        };
+        let wout = vec![act([k, cout])];
+        self.gemm_layer(name, x, group, shape, bytes, out, bytes, wout)
+    }
+
+    /// A node of a layer with weights in `group` that is one GEMM of `x` (`m x k` as a matrix)
+    /// and the weight: forward `shape` = `(1, m, n, k)` moving `bytes` and writing `out`;
+    /// backward dgrad `(1, m, k, n)` (`bytes`, named `.dgrad`, reads the weights) writing `x`'s
+    /// gradient, then wgrad `(1, k, n, m)` (`wbytes`, named `.wgrad`) writing the parameter
+    /// gradients `wout`.
+    #[allow(clippy::too_many_arguments)] // private: both callers name each part
+    fn gemm_layer(
+        &mut self,
+        name: &str,
+        x: V,
+        group: usize,
+        shape: GemmShape,
+        bytes: u64,
+        out: Tensor,
+        wbytes: u64,
+        wout: Vec<Tensor>,
+    ) -> V {
+        let GemmShape { b, m, n, k } = shape;
+        let xt = self.tensor(x).clone();
+        let fwd = gemm(shape, bytes, vec![out]);
         let dgrad = BwdOp {
             op: named(
-                gemm(
-                    GemmShape {
-                        b: 1,
-                        m,
-                        n: k,
-                        k: cout,
-                    },
-                    ob + wb + xb,
-                    vec![xt],
-                ),
+                gemm(GemmShape { b, m, n: k, k: n }, bytes, vec![xt]),
                 format!("{name}.dgrad"),
             ),
             reads: vec![Src::Grad(0)],
@@ -463,24 +422,16 @@ impl Pb {
             grads: vec![(x, 0)],
             param_grad: vec![],
         };
+        let param_grad = (0..wout.len()).collect();
         let wgrad = BwdOp {
             op: named(
-                gemm(
-                    GemmShape {
-                        b: 1,
-                        m: k,
-                        n: cout,
-                        k: m,
-                    },
-                    xb + ob + wb,
-                    vec![act([k, cout])],
-                ),
+                gemm(GemmShape { b, m: k, n, k: m }, wbytes, wout),
                 format!("{name}.wgrad"),
             ),
             reads: vec![Src::Val(x), Src::Grad(0)],
             uses_w: false,
             grads: vec![],
-            param_grad: vec![0],
+            param_grad,
         };
         self.node(
             name,
@@ -772,22 +723,14 @@ impl Pb {
             return x;
         }
         let t = self.tensor(x).clone();
-        let bwd = BwdOp {
-            op: named(
-                collective(
-                    CollectiveKind::AllReduce,
-                    t.bytes(),
-                    self.tp,
-                    self.tp_link,
-                    Some(t.clone()),
-                ),
-                name.to_string(),
-            ),
-            reads: vec![Src::Grad(0)],
-            uses_w: false,
-            grads: vec![(x, 0)],
-            param_grad: vec![],
-        };
+        let bwd = collective_grad(
+            x,
+            CollectiveKind::AllReduce,
+            t.clone(),
+            self.tp,
+            self.tp_link,
+            name.to_string(),
+        );
         let g = self.grad(x);
         let out = self.value(name.to_string(), t, g);
         self.prog.nodes.push(Node {
@@ -811,28 +754,19 @@ impl Pb {
         if self.tp < 2 {
             return x;
         }
-        let t = self.tensor(x).clone();
-        let fwd = collective(
-            CollectiveKind::AllReduce,
-            t.bytes(),
-            self.tp,
-            self.tp_link,
-            Some(t),
-        );
-        self.node(name, fwd, &[x], None, &[true], vec![], vec![(x, 0)], false)[0]
+        self.tp_all_reduce(name, x, CommGrad::Pass)
     }
 
     /// An all-reduce of a statistic that carries no gradient (vocab-parallel softmax).
     pub(crate) fn tp_reduce_stat(&mut self, name: &str, x: V) -> V {
+        self.tp_all_reduce(name, x, CommGrad::Stop)
+    }
+
+    /// An all-reduce of `x` over the TP group, backward as `grad` says.
+    fn tp_all_reduce(&mut self, name: &str, x: V, grad: CommGrad) -> V {
         let t = self.tensor(x).clone();
-        let fwd = collective(
-            CollectiveKind::AllReduce,
-            t.bytes(),
-            self.tp,
-            self.tp_link,
-            Some(t),
-        );
-        self.node(name, fwd, &[x], None, &[false], vec![], vec![], false)[0]
+        let (tp, link) = (self.tp, self.tp_link);
+        self.comm(name, x, CollectiveKind::AllReduce, t, tp, link, grad)
     }
 
     /// An all-gather of `x` into `out` over `group` ranks; backward, a reduce-scatter of the
@@ -849,35 +783,12 @@ impl Pb {
         if group < 2 {
             return x;
         }
-        let xt = self.tensor(x).clone();
-        let fwd = collective(
-            CollectiveKind::AllGather,
-            out.bytes(),
-            group,
-            link,
-            Some(out),
-        );
         let bname = name.strip_suffix(".allgather").map_or_else(
             || format!("{name}.reducescatter"),
             |b| format!("{b}.reducescatter"),
         );
-        let bwd = BwdOp {
-            op: named(
-                collective(
-                    CollectiveKind::ReduceScatter,
-                    xt.bytes(),
-                    group,
-                    link,
-                    Some(xt),
-                ),
-                bname,
-            ),
-            reads: vec![Src::Grad(0)],
-            uses_w: false,
-            grads: vec![(x, 0)],
-            param_grad: vec![],
-        };
-        self.node(name, fwd, &[x], None, &[true], vec![bwd], vec![], false)[0]
+        let bwd = CommGrad::Op(CollectiveKind::ReduceScatter, bname);
+        self.comm(name, x, CollectiveKind::AllGather, out, group, link, bwd)
     }
 
     /// An all-to-all re-sharding `x` into `out`; backward, the inverse all-to-all. A no-op for
@@ -893,25 +804,34 @@ impl Pb {
         if group < 2 {
             return x;
         }
-        let xt = self.tensor(x).clone();
-        let fwd = collective(
-            CollectiveKind::AllToAll,
-            out.bytes(),
-            group,
-            link,
-            Some(out),
-        );
-        let bwd = BwdOp {
-            op: named(
-                collective(CollectiveKind::AllToAll, xt.bytes(), group, link, Some(xt)),
-                name.to_string(),
-            ),
-            reads: vec![Src::Grad(0)],
-            uses_w: false,
-            grads: vec![(x, 0)],
-            param_grad: vec![],
+        let bwd = CommGrad::Op(CollectiveKind::AllToAll, name.to_string());
+        self.comm(name, x, CollectiveKind::AllToAll, out, group, link, bwd)
+    }
+
+    /// A collective node: forward, a `kind` collective of `out` over `group` ranks on `link`
+    /// reading `x`; backward as `grad` says.
+    #[allow(clippy::too_many_arguments)] // private: the collective's parts, read best unbundled
+    fn comm(
+        &mut self,
+        name: &str,
+        x: V,
+        kind: CollectiveKind,
+        out: Tensor,
+        group: u32,
+        link: LinkClass,
+        grad: CommGrad,
+    ) -> V {
+        let fwd = collective(kind, out.bytes(), group, link, Some(out));
+        let (differentiable, bwd, pass) = match grad {
+            CommGrad::Stop => (false, vec![], vec![]),
+            CommGrad::Pass => (true, vec![], vec![(x, 0)]),
+            CommGrad::Op(bkind, bname) => {
+                let xt = self.tensor(x).clone();
+                let bwd = collective_grad(x, bkind, xt, group, link, bname);
+                (true, vec![bwd], vec![])
+            }
         };
-        self.node(name, fwd, &[x], None, &[true], vec![bwd], vec![], false)[0]
+        self.node(name, fwd, &[x], None, &[differentiable], bwd, pass, false)[0]
     }
 
     /// An embedding lookup of `tokens` rows out of a `rows x width` table (a gather, class
@@ -927,32 +847,14 @@ impl Pb {
             None,
             vec![out.clone()],
         );
-        let bwd = BwdOp {
-            op: named(
-                compute(
-                    ComputeClass::Other,
-                    out.elements(),
-                    table.bytes() + 2 * out.bytes(),
-                    None,
-                    vec![table],
-                ),
-                name.to_string(),
-            ),
-            reads: vec![Src::Grad(0)],
-            uses_w: false,
-            grads: vec![],
-            param_grad: vec![0],
-        };
-        self.node(
-            name,
-            fwd,
-            &[],
-            Some(group),
-            &[true],
-            vec![bwd],
-            vec![],
-            false,
-        )[0]
+        let bwd = compute(
+            ComputeClass::Other,
+            out.elements(),
+            table.bytes() + 2 * out.bytes(),
+            None,
+            vec![table],
+        );
+        self.param_node(name, fwd, &[], group, bwd, vec![])
     }
 
     /// Adds learned parameters of shape `param` broadcast over `x` (position embeddings, a
@@ -968,17 +870,30 @@ impl Pb {
             None,
             vec![out.clone()],
         );
+        let bwd = compute(
+            ComputeClass::Reduction,
+            out.elements(),
+            out.bytes() + param.bytes(),
+            None,
+            vec![param],
+        );
+        self.param_node(name, fwd, &[x], group, bwd, vec![(x, 0)])
+    }
+
+    /// A node owning parameter group `group` whose one backward op `bwd` (named `name`) reads
+    /// the output gradient and writes the parameter gradient (its output 0); input gradients
+    /// pass through as `pass` says, without an op.
+    fn param_node(
+        &mut self,
+        name: &str,
+        fwd: Op,
+        reads: &[V],
+        group: usize,
+        bwd: Op,
+        pass: Vec<(V, usize)>,
+    ) -> V {
         let bwd = BwdOp {
-            op: named(
-                compute(
-                    ComputeClass::Reduction,
-                    out.elements(),
-                    out.bytes() + param.bytes(),
-                    None,
-                    vec![param],
-                ),
-                name.to_string(),
-            ),
+            op: named(bwd, name.to_string()),
             reads: vec![Src::Grad(0)],
             uses_w: false,
             grads: vec![],
@@ -987,11 +902,11 @@ impl Pb {
         self.node(
             name,
             fwd,
-            &[x],
+            reads,
             Some(group),
             &[true],
             vec![bwd],
-            vec![(x, 0)],
+            pass,
             false,
         )[0]
     }
@@ -1057,6 +972,22 @@ impl Pb {
         )[0]
     }
 
+    /// A local softmax cross-entropy over the last dimension of `logits` (a [`Pb::loss`]):
+    /// forward, a reduction of 4 flops per logit that also saves the f32 log-sum-exp `lse`;
+    /// backward, 3 flops per logit.
+    pub(crate) fn cross_entropy(&mut self, name: &str, logits: V, lse: Tensor) -> V {
+        let n = self.tensor(logits).elements();
+        self.loss(
+            name,
+            logits,
+            &[],
+            ComputeClass::Reduction,
+            4 * n,
+            vec![lse],
+            3 * n,
+        )
+    }
+
     /// A node with arbitrary forward and a backward op writing the gradient of `x` (slicing,
     /// pooling): `bwd` reads the listed forward values and the output gradient.
     pub(crate) fn custom(&mut self, name: &str, x: V, fwd: Op, bwd: Op, bwd_reads: &[V]) -> V {
@@ -1081,6 +1012,35 @@ impl Pb {
     }
 }
 
+/// What flows back through a collective node ([`Pb::comm`]).
+enum CommGrad {
+    /// Nothing: the output carries no gradient (a statistic).
+    Stop,
+    /// The output gradient passes to the input unchanged.
+    Pass,
+    /// A collective of this kind, with this op name, writes the input gradient.
+    Op(CollectiveKind, String),
+}
+
+/// The backward op of a collective node: a `kind` collective named `name` over `group` ranks
+/// on `link` that reads the output gradient and writes `x`'s gradient `xt`.
+fn collective_grad(
+    x: V,
+    kind: CollectiveKind,
+    xt: Tensor,
+    group: u32,
+    link: LinkClass,
+    name: String,
+) -> BwdOp {
+    BwdOp {
+        op: named(collective(kind, xt.bytes(), group, link, Some(xt)), name),
+        reads: vec![Src::Grad(0)],
+        uses_w: false,
+        grads: vec![(x, 0)],
+        param_grad: vec![],
+    }
+}
+
 /// `op` renamed.
 pub(crate) fn named(mut op: Op, name: String) -> Op {
     op.name = name;
@@ -1094,6 +1054,18 @@ pub(crate) fn dims4(t: &Tensor) -> [u64; 4] {
         d[i] = x;
     }
     d
+}
+
+/// The collectives of `kind` in `g`, in graph order, each with its bytes (for tests).
+#[cfg(test)]
+pub(crate) fn collectives(
+    g: &crate::ir::Graph,
+    kind: CollectiveKind,
+) -> impl Iterator<Item = (&Op, u64)> {
+    g.ops().filter_map(move |o| match o.kind {
+        OpKind::Collective { kind: k, bytes, .. } if k == kind => Some((o, bytes)),
+        _ => None,
+    })
 }
 
 #[cfg(test)]

@@ -153,17 +153,7 @@ impl WideResNetConfig {
         );
         let x = pb.custom("avgpool", x, fwd, bwd, &[]);
         let logits = pb.linear("fc", x, self.classes, Weights::Own { bias: true });
-        let k = n * self.classes;
-        let lse = Tensor::new(vec![n], DType::F32);
-        pb.loss(
-            "loss",
-            logits,
-            &[],
-            ComputeClass::Reduction,
-            4 * k,
-            vec![lse],
-            3 * k,
-        );
+        pb.cross_entropy("loss", logits, Tensor::new(vec![n], DType::F32));
         blocks.push(Block::new("head", pb.finish()));
         blocks
     }
@@ -216,6 +206,7 @@ fn bottleneck(pb: &mut Pb, x: V, cin: u64, width: u64, cout: u64, stride: u64) -
 mod tests {
     use super::*;
     use crate::ir::{CollectiveKind, LinkClass, OpKind};
+    use crate::models::program::collectives;
     use crate::models::{build, parameters, Model, Zero};
 
     #[test]
@@ -261,16 +252,8 @@ mod tests {
         let m = Model::WideResNet(WideResNetConfig::default());
         let params = parameters(&m, &Parallel::default()).unwrap();
         let g = build(&m, &Parallel::new(8, 1, 1)).unwrap();
-        let ar: Vec<u64> = g
-            .ops()
-            .filter_map(|o| match o.kind {
-                OpKind::Collective {
-                    kind: CollectiveKind::AllReduce,
-                    bytes,
-                    ..
-                } => Some(bytes),
-                _ => None,
-            })
+        let ar: Vec<u64> = collectives(&g, CollectiveKind::AllReduce)
+            .map(|(_, bytes)| bytes)
             .collect();
         assert_eq!(ar.iter().sum::<u64>(), 2 * params);
         // 138 MB of gradients in buckets of at least 25 MiB.

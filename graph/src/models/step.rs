@@ -221,6 +221,14 @@ impl Driver<'_> {
         self.par.dp
     }
 
+    /// A `kind` collective named `name` over the data-parallel group writing `out`.
+    fn dp_collective(&self, kind: CollectiveKind, out: Tensor, name: String) -> Op {
+        named(
+            collective(kind, out.bytes(), self.dp(), self.pl.dp, Some(out)),
+            name,
+        )
+    }
+
     fn shard(&self, n: u64) -> u64 {
         match self.par.zero {
             Zero::None => n,
@@ -245,15 +253,9 @@ impl Driver<'_> {
         if n == 0 {
             return Ok(None);
         }
-        let t = act([n]);
-        let op = named(
-            collective(
-                CollectiveKind::AllGather,
-                t.bytes(),
-                self.dp(),
-                self.pl.dp,
-                Some(t),
-            ),
+        let op = self.dp_collective(
+            CollectiveKind::AllGather,
+            act([n]),
             format!(
                 "{}{}.zero3.allgather.{dir}",
                 self.mbp(mb),
@@ -528,10 +530,7 @@ impl Driver<'_> {
             } else {
                 String::new()
             };
-            let op = named(
-                collective(kind, out.bytes(), self.dp(), self.pl.dp, Some(out)),
-                format!("{prefix}grad_bucket{idx}.{what}"),
-            );
+            let op = self.dp_collective(kind, out, format!("{prefix}grad_bucket{idx}.{what}"));
             vec![(self.add(op, &grads)?, 0)]
         } else {
             grads
@@ -562,15 +561,9 @@ impl Driver<'_> {
             .iter()
             .flat_map(|(_, t)| t.iter().copied())
             .collect();
-        let out = act([self.shard(n)]);
-        let op = named(
-            collective(
-                CollectiveKind::ReduceScatter,
-                out.bytes(),
-                self.dp(),
-                self.pl.dp,
-                Some(out),
-            ),
+        let op = self.dp_collective(
+            CollectiveKind::ReduceScatter,
+            act([self.shard(n)]),
             format!(
                 "{}{}.zero3.reducescatter",
                 self.mbp(mb),
@@ -669,15 +662,9 @@ impl Driver<'_> {
         }
         if self.par.zero == Zero::Stage2 {
             for (i, (b, id)) in buckets.iter().zip(updated).enumerate() {
-                let t = act([b.params]);
-                let op = named(
-                    collective(
-                        CollectiveKind::AllGather,
-                        t.bytes(),
-                        self.dp(),
-                        self.pl.dp,
-                        Some(t),
-                    ),
+                let op = self.dp_collective(
+                    CollectiveKind::AllGather,
+                    act([b.params]),
                     format!("grad_bucket{i}.allgather"),
                 );
                 self.add(op, &[(id, 0)])?;

@@ -130,6 +130,28 @@ fn layer(pb: &mut Pb, x: V, d: Layer) -> V {
     pb.add("mlp.residual", r1, f2)
 }
 
+/// Stage 0's `layers / pp` layer blocks `layer0..`, each one [`layer`] on `[b, s, h]`.
+fn layer_blocks(layers: u32, par: &Parallel, d: Layer) -> Vec<Block> {
+    let link = par.placement().tp;
+    (0..layers / par.pp)
+        .map(|l| {
+            let mut pb = Pb::new(par.tp, link);
+            let x = pb.input("input", act([d.b, d.s, d.h]));
+            let y = layer(&mut pb, x, d);
+            pb.output(y);
+            Block::new(format!("layer{l}"), pb.finish())
+        })
+        .collect()
+}
+
+/// The start of the head block: its input `[b, s, h]` and the final LayerNorm `ln` of it.
+fn head_start(par: &Parallel, d: Layer) -> (Pb, V) {
+    let mut pb = Pb::new(par.tp, par.placement().tp);
+    let x = pb.input("input", act([d.b, d.s, d.h]));
+    let ln = pb.norm("ln", x, NormKind::Layer);
+    (pb, ln)
+}
+
 /// Checks the shared transformer sizes.
 fn check_layer(
     model: &str,
@@ -211,19 +233,10 @@ impl GptConfig {
             embed.tied_to_last_stage = vec![0];
         }
         blocks.push(embed);
-
-        for l in 0..self.layers / par.pp {
-            let mut pb = Pb::new(par.tp, pl.tp);
-            let x = pb.input("input", act([b, s, h]));
-            let y = layer(&mut pb, x, d);
-            pb.output(y);
-            blocks.push(Block::new(format!("layer{l}"), pb.finish()));
-        }
+        blocks.extend(layer_blocks(self.layers, par, d));
 
         if par.pp == 1 {
-            let mut pb = Pb::new(par.tp, pl.tp);
-            let x = pb.input("input", act([b, s, h]));
-            let ln = pb.norm("ln", x, NormKind::Layer);
+            let (mut pb, ln) = head_start(par, d);
             let ln = pb.tp_copy("tp_allreduce", ln);
             let logits = pb.linear("logits", ln, vl, Weights::Tied(0, 0));
             let n = tokens * vl;
@@ -252,16 +265,7 @@ impl GptConfig {
                     3 * n,
                 );
             } else {
-                let lse = Tensor::new(vec![b, s], DType::F32);
-                pb.loss(
-                    "loss",
-                    logits,
-                    &[],
-                    ComputeClass::Reduction,
-                    4 * n,
-                    vec![lse],
-                    3 * n,
-                );
+                pb.cross_entropy("loss", logits, Tensor::new(vec![b, s], DType::F32));
             }
             blocks.push(Block::new("head", pb.finish()));
         }
@@ -335,19 +339,10 @@ impl VitConfig {
         let x = pb.param_add("cls_pos", x, act([s + 1, h]), act([b, s, h]));
         pb.output(x);
         blocks.push(Block::new("patch_embed", pb.finish()));
-
-        for l in 0..self.layers / par.pp {
-            let mut pb = Pb::new(par.tp, pl.tp);
-            let x = pb.input("input", act([b, s, h]));
-            let y = layer(&mut pb, x, d);
-            pb.output(y);
-            blocks.push(Block::new(format!("layer{l}"), pb.finish()));
-        }
+        blocks.extend(layer_blocks(self.layers, par, d));
 
         if par.pp == 1 {
-            let mut pb = Pb::new(par.tp, pl.tp);
-            let x = pb.input("input", act([b, s, h]));
-            let ln = pb.norm("ln", x, NormKind::Layer);
+            let (mut pb, ln) = head_start(par, d);
             let full = pb.tensor(ln).clone();
             let cls = act([b, h]);
             let fwd = compute(
@@ -366,17 +361,7 @@ impl VitConfig {
             );
             let c = pb.custom("cls", ln, fwd, bwd, &[]);
             let logits = pb.linear("fc", c, self.classes, Weights::Own { bias: true });
-            let n = b * self.classes;
-            let lse = Tensor::new(vec![b], DType::F32);
-            pb.loss(
-                "loss",
-                logits,
-                &[],
-                ComputeClass::Reduction,
-                4 * n,
-                vec![lse],
-                3 * n,
-            );
+            pb.cross_entropy("loss", logits, Tensor::new(vec![b], DType::F32));
             blocks.push(Block::new("head", pb.finish()));
         }
         blocks
@@ -387,6 +372,7 @@ impl VitConfig {
 mod tests {
     use super::*;
     use crate::ir::{CollectiveKind, Graph, LinkClass, OpKind};
+    use crate::models::program::collectives;
     use crate::models::{build, parameters, Model, Zero};
 
     fn gpt_small() -> GptConfig {
@@ -410,20 +396,13 @@ mod tests {
     }
 
     fn count(g: &Graph, kind: CollectiveKind, name: impl Fn(&str) -> bool) -> usize {
-        g.ops()
-            .filter(|o| {
-                matches!(o.kind, OpKind::Collective { kind: k, .. } if k == kind) && name(&o.name)
-            })
-            .count()
+        collectives(g, kind).filter(|(o, _)| name(&o.name)).count()
     }
 
     fn links(g: &Graph, kind: CollectiveKind, name: impl Fn(&str) -> bool) -> Vec<LinkClass> {
-        let mut v: Vec<LinkClass> = g
-            .ops()
-            .filter(|o| {
-                matches!(o.kind, OpKind::Collective { kind: k, .. } if k == kind) && name(&o.name)
-            })
-            .filter_map(|o| o.link())
+        let mut v: Vec<LinkClass> = collectives(g, kind)
+            .filter(|(o, _)| name(&o.name))
+            .filter_map(|(o, _)| o.link())
             .collect();
         v.sort_unstable();
         v.dedup();
@@ -638,16 +617,8 @@ mod tests {
                 ..Parallel::new(4, 1, 1)
             };
             let g = build(&m, &p).unwrap();
-            let ars: Vec<u64> = g
-                .ops()
-                .filter_map(|o| match o.kind {
-                    OpKind::Collective {
-                        kind: CollectiveKind::AllReduce,
-                        bytes,
-                        ..
-                    } => Some(bytes),
-                    _ => None,
-                })
+            let ars: Vec<u64> = collectives(&g, CollectiveKind::AllReduce)
+                .map(|(_, bytes)| bytes)
                 .collect();
             assert_eq!(ars.iter().sum::<u64>(), 2 * params, "bucket {bucket}");
             if bucket == 1 {
