@@ -19,36 +19,14 @@ pub struct Critical {
 /// The collectives whose exposed time is at least `threshold` (a fraction of the makespan),
 /// most exposed first (ties by program order).
 pub fn critical(graph: &Graph, timeline: &Timeline, threshold: f64) -> Vec<Critical> {
-    let mut compute: Vec<(u64, u64)> = graph
-        .ids()
-        .filter(|o| !graph.op(*o).is_collective())
-        .map(|o| (timeline.start[o.0], timeline.end[o.0]))
-        .filter(|(a, b)| b > a)
-        .collect();
-    compute.sort_unstable();
-    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(compute.len());
-    for (a, b) in compute {
-        match merged.last_mut() {
-            Some(l) if a <= l.1 => l.1 = l.1.max(b),
-            _ => merged.push((a, b)),
-        }
-    }
+    let busy = timeline.compute_busy(graph);
     let limit = (timeline.makespan as f64 * threshold).ceil() as u64;
     let mut out: Vec<Critical> = graph
         .ids()
         .filter(|o| graph.op(*o).is_collective())
-        .map(|o| {
-            let (a, b) = (timeline.start[o.0], timeline.end[o.0]);
-            let first = merged.partition_point(|iv| iv.1 <= a);
-            let covered: u64 = merged[first..]
-                .iter()
-                .take_while(|iv| iv.0 < b)
-                .map(|iv| iv.1.min(b) - iv.0.max(a))
-                .sum();
-            Critical {
-                op: o,
-                exposed_ns: (b - a) - covered,
-            }
+        .map(|o| Critical {
+            op: o,
+            exposed_ns: timeline.exposed_ns(o, &busy),
         })
         .filter(|c| c.exposed_ns > 0 && c.exposed_ns >= limit)
         .collect();

@@ -20,7 +20,7 @@ use crate::critical::critical;
 use crate::error::DecompError;
 use crate::rewrite::rewrite;
 use crate::rules::chunk;
-use crate::split::Axis;
+use crate::split::{Axis, Context};
 
 /// Options of [`select`].
 #[derive(Clone, Debug)]
@@ -83,6 +83,21 @@ pub struct Selected {
     pub after_ns: u64,
 }
 
+/// `graph` with `ctx` split into chunks costed as `config` says (the measured tables, or
+/// the fixed slowdown), checked.
+fn apply(
+    graph: &Graph,
+    ctx: &Context,
+    hardware: &Hardware,
+    config: &SelectConfig,
+) -> Result<Graph, DecompError> {
+    let split = |op: &concerto_graph::Op, i: u32| {
+        let slow = config.slowdown.map(|f| (f, hardware.op_ns(op)));
+        chunk(op, ctx.axis, ctx.n, i, slow)
+    };
+    Ok(rewrite(graph, ctx, &split)?.graph)
+}
+
 /// The best baseline schedule of `graph` (makespan and timeline).
 pub fn evaluate(graph: &Graph, hardware: &Hardware) -> Result<(u64, Timeline), DecompError> {
     let d = hardware.durations(graph);
@@ -127,16 +142,12 @@ pub fn select(
                 let Some(ctx) = context(&current, c, axis, n, config.depth) else {
                     continue;
                 };
-                let split = |op: &concerto_graph::Op, i: u32| {
-                    let slow = config.slowdown.map(|f| (f, hardware.op_ns(op)));
-                    chunk(op, axis, n, i, slow)
-                };
-                let r = rewrite(&current, &ctx, &split)?;
-                let (m, _) = evaluate(&r.graph, hardware)?;
+                let rewritten = apply(&current, &ctx, hardware, config)?;
+                let (m, _) = evaluate(&rewritten, hardware)?;
                 if m < best.as_ref().map_or(makespan, |b| b.0) {
                     best = Some((
                         m,
-                        r.graph,
+                        rewritten,
                         Decomposition {
                             collective: name.clone(),
                             axis,
@@ -247,12 +258,7 @@ pub fn select_exact(
                 let Some(ctx) = context(graph, c.op, axis, n, config.depth) else {
                     continue;
                 };
-                let split = |op: &concerto_graph::Op, i: u32| {
-                    let slow = config.slowdown.map(|f| (f, hardware.op_ns(op)));
-                    chunk(op, axis, n, i, slow)
-                };
-                let r = rewrite(graph, &ctx, &split)?;
-                let (m, _) = evaluate(&r.graph, hardware)?;
+                let (m, _) = evaluate(&apply(graph, &ctx, hardware, config)?, hardware)?;
                 if m < before {
                     group.push(candidates.len());
                     candidates.push(Candidate {
@@ -300,17 +306,13 @@ pub fn select_exact(
             continue;
         };
         let d = &c.decomposition;
-        let ctx = crate::split::Context {
+        let ctx = Context {
             collective,
             axis: d.axis,
             ops,
             n: d.n,
         };
-        let split = |op: &concerto_graph::Op, k: u32| {
-            let slow = config.slowdown.map(|f| (f, hardware.op_ns(op)));
-            chunk(op, d.axis, d.n, k, slow)
-        };
-        current = rewrite(&current, &ctx, &split)?.graph;
+        current = apply(&current, &ctx, hardware, config)?;
         applied.push(d.clone());
     }
     let (after, _) = evaluate(&current, hardware)?;

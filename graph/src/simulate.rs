@@ -53,23 +53,22 @@ impl Timeline {
     /// does (the communication the schedule failed to hide). O(ops log ops).
     pub fn exposed_comm_ns(&self, graph: &Graph) -> u64 {
         let comm = union(graph.ids().filter(|o| graph.op(*o).is_collective()), self);
-        let compute = union(graph.ids().filter(|o| !graph.op(*o).is_collective()), self);
-        let mut exposed = 0;
-        let mut j = 0;
-        for (a, b) in comm {
-            // Subtract the compute intervals overlapping [a, b).
-            let mut covered = 0;
-            while j < compute.len() && compute[j].1 <= a {
-                j += 1;
-            }
-            let mut k = j;
-            while k < compute.len() && compute[k].0 < b {
-                covered += compute[k].1.min(b) - compute[k].0.max(a);
-                k += 1;
-            }
-            exposed += (b - a) - covered;
-        }
-        exposed
+        let compute = self.compute_busy(graph);
+        comm.into_iter()
+            .map(|(a, b)| (b - a) - covered(&compute, a, b))
+            .sum()
+    }
+
+    /// The sorted, merged intervals during which some compute op runs. O(ops log ops).
+    pub fn compute_busy(&self, graph: &Graph) -> Vec<(u64, u64)> {
+        union(graph.ids().filter(|o| !graph.op(*o).is_collective()), self)
+    }
+
+    /// Nanoseconds of the collective `op`'s run with no compute op beside it, given
+    /// [`Timeline::compute_busy`]. O(log ops + overlapping intervals).
+    pub fn exposed_ns(&self, op: OpId, compute_busy: &[(u64, u64)]) -> u64 {
+        let (a, b) = (self.start[op.0], self.end[op.0]);
+        (b - a) - covered(compute_busy, a, b)
     }
 
     /// Peak memory of the timeline's tensor lifetimes: each output tensor is allocated when its
@@ -102,6 +101,16 @@ impl Timeline {
         }
         peak as u64
     }
+}
+
+/// Length of `[a, b)` covered by sorted, disjoint `intervals`.
+fn covered(intervals: &[(u64, u64)], a: u64, b: u64) -> u64 {
+    let first = intervals.partition_point(|iv| iv.1 <= a);
+    intervals[first..]
+        .iter()
+        .take_while(|iv| iv.0 < b)
+        .map(|iv| iv.1.min(b) - iv.0.max(a))
+        .sum()
 }
 
 /// Sorted, merged busy intervals of some ops.
