@@ -8,7 +8,7 @@ use concerto_graph::trace;
 use serde::Serialize;
 
 use crate::decompose;
-use crate::optimize::{Decompose, DecompositionJson, OptimizeOpts};
+use crate::optimize::{ComparisonJson, Decompose, DecompositionJson, OptimizeOpts};
 use crate::table::Table;
 use crate::Failure;
 
@@ -117,15 +117,8 @@ pub(crate) fn configs() -> Vec<Config> {
 #[derive(Serialize)]
 struct Row {
     config: &'static str,
-    ops: usize,
-    collectives: usize,
-    lower_bound_ns: u64,
-    program_order_ns: u64,
-    lhs_ns: u64,
-    inductor_ns: u64,
-    optimized_ns: u64,
-    exposed_comm_ns: u64,
-    peak_memory_bytes: u64,
+    #[serde(flatten)]
+    comparison: ComparisonJson,
     gain_vs_best_baseline_pct: f64,
     gap_to_bound_pct: f64,
     origin: &'static str,
@@ -166,7 +159,6 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
             .collect();
         let events = trace::validate_chrome_trace(&trace::chrome_trace(&graph, &timelines))
             .map_err(|e| anyhow::anyhow!("{}: invalid Chrome trace: {e}", c.name))?;
-        let get = |name: &str| r.get(name).map_or(0, |s| s.makespan_ns());
         let best = r.best_baseline_ns();
         let opt = r.concerto().makespan_ns();
         if r.results.iter().any(|s| opt > s.makespan_ns()) {
@@ -189,15 +181,7 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
         });
         let row = Row {
             config: c.name,
-            ops: r.ops,
-            collectives: r.collectives,
-            lower_bound_ns: r.lower_bound_ns,
-            program_order_ns: get("program-order"),
-            lhs_ns: get("lhs"),
-            inductor_ns: get("inductor"),
-            optimized_ns: opt,
-            exposed_comm_ns: r.concerto().exposed_comm_ns,
-            peak_memory_bytes: r.concerto().peak_memory_bytes,
+            comparison: ComparisonJson::of(&r),
             gain_vs_best_baseline_pct: (1.0 - opt as f64 / best as f64) * 100.0,
             gap_to_bound_pct: (opt as f64 / r.lower_bound_ns as f64 - 1.0) * 100.0,
             origin: r.origin,
@@ -227,7 +211,7 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
             eprintln!(
                 "{}: {} ops, concerto {:.3} ms vs best baseline {:.3} ms{sad} ({:.1} s)",
                 row.config,
-                row.ops,
+                row.comparison.ops,
                 opt as f64 / 1e6,
                 best as f64 / 1e6,
                 row.time_s + row.ad_time_s.unwrap_or(0.0)
@@ -261,15 +245,15 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
         for r in &rows {
             let mut cells = vec![
                 r.config.to_string(),
-                r.ops.to_string(),
-                ms(r.lower_bound_ns),
-                ms(r.program_order_ns),
-                ms(r.lhs_ns),
-                ms(r.inductor_ns),
-                ms(r.optimized_ns),
+                r.comparison.ops.to_string(),
+                ms(r.comparison.lower_bound_ns),
+                ms(r.comparison.program_order_ns),
+                ms(r.comparison.lhs_ns),
+                ms(r.comparison.inductor_ns),
+                ms(r.comparison.optimized_ns),
                 format!("{:.2}%", r.gain_vs_best_baseline_pct),
                 format!("{:.2}%", r.gap_to_bound_pct),
-                ms(r.exposed_comm_ns),
+                ms(r.comparison.exposed_comm_ns),
                 r.origin.to_string(),
                 format!("{:.1}", r.time_s),
             ];

@@ -260,21 +260,47 @@ pub(crate) fn decompositions_json(s: &Selected) -> Vec<DecompositionJson> {
         .collect()
 }
 
+/// The keys every optimisation report shares (`concerto optimize --json`, the rows of
+/// `concerto bench graphs --json`): concerto's plan against the baselines and the bound.
+#[derive(Serialize)]
+pub(crate) struct ComparisonJson {
+    pub(crate) ops: usize,
+    pub(crate) collectives: usize,
+    pub(crate) lower_bound_ns: u64,
+    pub(crate) program_order_ns: u64,
+    pub(crate) lhs_ns: u64,
+    pub(crate) inductor_ns: u64,
+    pub(crate) optimized_ns: u64,
+    pub(crate) exposed_comm_ns: u64,
+    pub(crate) peak_memory_bytes: u64,
+}
+
+impl ComparisonJson {
+    pub(crate) fn of(r: &Optimized) -> Self {
+        let get = |name: &str| r.get(name).map_or(0, |s| s.makespan_ns());
+        let c = r.concerto();
+        Self {
+            ops: r.ops,
+            collectives: r.collectives,
+            lower_bound_ns: r.lower_bound_ns,
+            program_order_ns: get("program-order"),
+            lhs_ns: get("lhs"),
+            inductor_ns: get("inductor"),
+            optimized_ns: c.makespan_ns(),
+            exposed_comm_ns: c.exposed_comm_ns,
+            peak_memory_bytes: c.peak_memory_bytes,
+        }
+    }
+}
+
 /// The JSON report of `concerto optimize`.
 #[derive(Serialize)]
 pub(crate) struct OptimizeJson {
     graph: String,
     hardware: String,
     contention: f64,
-    ops: usize,
-    collectives: usize,
-    lower_bound_ns: u64,
-    program_order_ns: u64,
-    lhs_ns: u64,
-    inductor_ns: u64,
-    optimized_ns: u64,
-    exposed_comm_ns: u64,
-    peak_memory_bytes: u64,
+    #[serde(flatten)]
+    comparison: ComparisonJson,
     time_s: f64,
     origin: &'static str,
     solver: String,
@@ -361,20 +387,11 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
     }
     let get = |name: &str| r.get(name).map_or(0, |s| s.makespan_ns());
     if args.json {
-        let c = r.concerto();
         let report = OptimizeJson {
             graph: graph.name().to_string(),
             hardware: hardware.name.clone(),
             contention: r.contention,
-            ops: r.ops,
-            collectives: r.collectives,
-            lower_bound_ns: r.lower_bound_ns,
-            program_order_ns: get("program-order"),
-            lhs_ns: get("lhs"),
-            inductor_ns: get("inductor"),
-            optimized_ns: c.makespan_ns(),
-            exposed_comm_ns: c.exposed_comm_ns,
-            peak_memory_bytes: c.peak_memory_bytes,
+            comparison: ComparisonJson::of(&r),
             time_s: r.time.as_secs_f64(),
             origin: r.origin,
             solver: r.solver.clone(),
