@@ -70,27 +70,19 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
         write_graph(path, &graph)?;
     }
     let durations = hardware.durations(&graph);
-    let (mut compute, mut comm) = (0u64, 0u64);
-    let mut collectives = BTreeMap::new();
-    for (op, d) in graph.ops().zip(&durations) {
-        match op.kind {
-            concerto_graph::OpKind::Collective { kind, .. } => {
-                comm += d;
-                *collectives.entry(kind.as_str().to_string()).or_insert(0) += 1;
-            }
-            _ => compute += d,
-        }
-    }
+    let (comm, compute): (Vec<_>, Vec<_>) = graph
+        .ops()
+        .zip(&durations)
+        .partition(|(op, _)| op.is_collective());
+    let comm: u64 = comm.into_iter().map(|(_, d)| d).sum();
+    let compute: u64 = compute.into_iter().map(|(_, d)| d).sum();
+    let summary = crate::model::Summary::of(&graph);
     let out = ImportJson {
         module: graph.name().to_string(),
         instructions: report.instructions,
         ops: graph.len(),
-        collectives,
-        links: graph
-            .link_classes()
-            .iter()
-            .map(|l| l.as_str().to_string())
-            .collect(),
+        collectives: summary.collectives,
+        links: summary.links,
         compute_ns: compute,
         comm_ns: comm,
         hardware: hardware.name.clone(),
