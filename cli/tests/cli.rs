@@ -1,33 +1,12 @@
 //! The `concerto` binary end to end: output keys, exit statuses, errors that name the place,
 //! the PSPLIB bench against a reference, and backends missing from the build.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn concerto(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_concerto"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{concerto, scratch, stderr, stdout};
 
 fn fixture(name: &str) -> String {
     concerto_fixtures::path(name).display().to_string()
-}
-
-/// A fresh directory for one test's files.
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("concerto-cli-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
 }
 
 #[test]

@@ -1,28 +1,8 @@
 //! `concerto model`, `concerto optimize` and `concerto bench graphs` end to end.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
+mod common;
 
-fn concerto(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_concerto"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("concerto-graphs-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    dir
-}
+use common::{concerto, scratch, stderr, stdout};
 
 /// A small GPT with tensor parallelism, written to `dir/gpt.json`.
 fn small_gpt(dir: &std::path::Path) -> String {
