@@ -9,20 +9,22 @@ use concerto_decomp::Axis;
 use concerto_graph::models::{build, GptConfig, Model, Parallel};
 use concerto_graph::Hardware;
 
-#[test]
-fn gpt_tensor_parallel_all_reduces_are_critical_and_decomposed() {
+/// A two-layer GPT with 8-way tensor parallelism.
+fn gpt_tp8() -> concerto_graph::Graph {
     let model = Model::Gpt(GptConfig {
         layers: 2,
         ..GptConfig::default()
     });
-    let g = build(
-        &model,
-        &Parallel {
-            tp: 8,
-            ..Parallel::default()
-        },
-    )
-    .unwrap();
+    let parallel = Parallel {
+        tp: 8,
+        ..Parallel::default()
+    };
+    build(&model, &parallel).unwrap()
+}
+
+#[test]
+fn gpt_tensor_parallel_all_reduces_are_critical_and_decomposed() {
+    let g = gpt_tp8();
     let hw = Hardware::h100();
     let (before, t) = evaluate(&g, &hw).unwrap();
     let crit = critical(&g, &t, 0.002);
@@ -55,18 +57,7 @@ fn gpt_tensor_parallel_all_reduces_are_critical_and_decomposed() {
 #[test]
 fn the_exact_selection_never_returns_a_longer_graph_and_respects_its_constraints() {
     use concerto_decomp::select::{enumerate, select_exact};
-    let model = Model::Gpt(GptConfig {
-        layers: 2,
-        ..GptConfig::default()
-    });
-    let g = build(
-        &model,
-        &Parallel {
-            tp: 8,
-            ..Parallel::default()
-        },
-    )
-    .unwrap();
+    let g = gpt_tp8();
     let hw = Hardware::h100();
     let s = select_exact(&g, &hw, &SelectConfig::default(), &enumerate).unwrap();
     assert!(s.after_ns <= s.before_ns);
