@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 
+use crate::ablation_bench::{self, AblationArgs};
 use crate::graphs_bench::{self, GraphsArgs};
 use crate::psplib_bench::{self, PsplibArgs};
 use crate::scale_bench::{self, ScaleArgs};
@@ -19,6 +20,9 @@ pub(crate) enum BenchCommand {
     /// Every scheduler (program order, lhs, inductor, concerto) on model x parallelism
     /// configurations; exit 1 if concerto is worse than a baseline anywhere.
     Graphs(GraphsArgs),
+    /// The Concerto paper's ablations: baseline / S / S+AD on GPT tensor-parallel plans (NVLink
+    /// bf16, PCIe fp32) and fusion off / on on ZeRO-3 at 8, 16 and 32 GPUs.
+    Ablation(AblationArgs),
 }
 
 pub(crate) fn run(cmd: BenchCommand) -> Result<(), Failure> {
@@ -26,5 +30,6 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<(), Failure> {
         BenchCommand::Psplib(args) => psplib_bench::run(&args),
         BenchCommand::Scale(args) => scale_bench::run(&args),
         BenchCommand::Graphs(args) => graphs_bench::run(&args),
+        BenchCommand::Ablation(args) => ablation_bench::run(&args),
     }
 }

@@ -8,7 +8,7 @@ use concerto_graph::trace;
 use serde::Serialize;
 
 use crate::decompose;
-use crate::optimize::{ComparisonJson, Decompose, DecompositionJson, OptimizeOpts};
+use crate::optimize::{ComparisonJson, Decompose, DecompositionJson, Fuse, OptimizeOpts};
 use crate::table::Table;
 use crate::Failure;
 
@@ -141,6 +141,27 @@ struct Row {
     /// Selection plus scheduling of the rewritten graph.
     #[serde(skip_serializing_if = "Option::is_none")]
     ad_time_s: Option<f64>,
+    /// S+F: concerto on the fused graph, never above `optimized_ns` (S is kept when the fused
+    /// graph schedules longer). With `--fuse on` only, like the fields below.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fused_ns: Option<u64>,
+    /// S+F vs S, positive when shorter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fuse_gain_pct: Option<f64>,
+    /// Collective calls before and after fusion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    collective_calls: Option<(usize, usize)>,
+    /// Why the fusion found was not kept, when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fuse_note: Option<String>,
+    /// Bucket search plus scheduling of the fused graph.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fuse_time_s: Option<f64>,
+}
+
+/// Whether the text table has the fusion columns.
+fn fusing_table(args: &GraphsArgs) -> bool {
+    !args.json && args.opts.fuse != Fuse::Off
 }
 
 pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
@@ -179,6 +200,16 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
                 opt as f64 / 1e6
             )
         });
+        let fuse_began = std::time::Instant::now();
+        let (fu, fuse_note) = if args.opts.fuse == Fuse::Off {
+            (None, None)
+        } else {
+            args.opts
+                .fuse_kept(&graph, &r)
+                .map_err(|e| e.context(format!("{}: fusing", c.name)))?
+        };
+        let fusing = args.opts.fuse != Fuse::Off;
+        let fused_ns = fusing.then(|| fu.as_ref().map_or(opt, |f| f.1.concerto().makespan_ns()));
         let row = Row {
             config: c.name,
             comparison: ComparisonJson::of(&r),
@@ -195,6 +226,14 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
             ad_time_s: ad.as_ref().map(|a| a.time.as_secs_f64()),
             decompositions: ad.map(|a| a.decompositions),
             ad_note,
+            fused_ns,
+            fuse_gain_pct: fused_ns.map(|f| (1.0 - f as f64 / opt as f64) * 100.0),
+            collective_calls: fusing.then(|| {
+                let after = fu.as_ref().map_or(r.collectives, |f| f.1.collectives);
+                (r.collectives, after)
+            }),
+            fuse_note,
+            fuse_time_s: fusing.then(|| fuse_began.elapsed().as_secs_f64()),
         };
         if !args.json {
             let sad = match (row.decomposed_ns, &row.decompositions) {
@@ -240,6 +279,10 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
         if decomposing {
             header.extend(["S+AD_ms", "AD_gain", "decomps", "AD_s"]);
         }
+        let fusing = args.opts.fuse != Fuse::Off;
+        if fusing {
+            header.extend(["S+F_ms", "F_gain", "calls", "F_s"]);
+        }
         let mut t = Table::new(&header);
         let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
         for r in &rows {
@@ -269,6 +312,15 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
                     r.ad_time_s.map_or("-".into(), |s| format!("{s:.1}")),
                 ]);
             }
+            if fusing {
+                cells.extend([
+                    r.fused_ns.map_or("-".into(), ms),
+                    r.fuse_gain_pct.map_or("-".into(), |g| format!("{g:.2}%")),
+                    r.collective_calls
+                        .map_or("-".into(), |(a, b)| format!("{a}->{b}")),
+                    r.fuse_time_s.map_or("-".into(), |s| format!("{s:.1}")),
+                ]);
+            }
             t.row(cells);
         }
         print!("{}", t.render());
@@ -282,6 +334,18 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
                 if let Some(n) = &r.ad_note {
                     println!("{}: {n}", r.config);
                 }
+            }
+        }
+    }
+    if fusing_table(args) {
+        println!(
+            "S+F_ms = concerto on the graph with collectives fused into buckets chosen under \
+             concerto's plan, kept at S when the fused graph schedules longer; F_gain = S+F vs \
+             S; calls = collective calls before -> after; F_s = bucket search + S+F scheduling"
+        );
+        for r in &rows {
+            if let Some(n) = &r.fuse_note {
+                println!("{}: {n}", r.config);
             }
         }
     }

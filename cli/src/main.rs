@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod ablation_bench;
 mod bench;
 mod check;
 mod decompose;

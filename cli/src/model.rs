@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use concerto_graph::models::{
     self, EvoformerConfig, GptConfig, Model, Parallel, VitConfig, WideResNetConfig, Zero,
 };
-use concerto_graph::{CollectiveKind, Graph, LinkClass};
+use concerto_graph::{CollectiveKind, DType, Graph, LinkClass};
 
 use crate::Failure;
 
@@ -48,6 +48,9 @@ pub(crate) struct ParallelArgs {
     /// Gradient bucket size in MiB (data parallel and ZeRO).
     #[arg(long, default_value_t = 25)]
     pub(crate) bucket_mib: u64,
+    /// dtype of activations, parameters and gradients: bf16 (mixed precision), f16 or f32.
+    #[arg(long, default_value = "bf16", value_parser = ["bf16", "f16", "f32"])]
+    pub(crate) precision: String,
 }
 
 impl ParallelArgs {
@@ -68,6 +71,11 @@ impl ParallelArgs {
                 .unwrap_or(if self.pp > 1 { 2 * self.pp } else { 1 }),
             gpus_per_node: self.gpus_per_node,
             bucket_bytes: self.bucket_mib.saturating_mul(1 << 20),
+            precision: match self.precision.as_str() {
+                "f32" => DType::F32,
+                "f16" => DType::F16,
+                _ => DType::Bf16,
+            },
         })
     }
 }

@@ -4,10 +4,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use concerto_decomp::fuse::{fuse, FuseConfig, Fused};
+use concerto_decomp::fuse::{fuse_under, mapped_order, FuseConfig, Fused};
 use concerto_decomp::select::{select, select_exact, SelectConfig, Selected};
 use concerto_graph::optimize::{self, OptimizeConfig, Optimized};
-use concerto_graph::{trace, Graph, Hardware};
+use concerto_graph::{trace, Graph, Hardware, OpId, StreamPlan};
 use concerto_rcpsp::OddEvenConfig;
 use serde::Serialize;
 
@@ -91,7 +91,8 @@ fn exact_selection(
 /// Options shared by `concerto optimize` and `concerto bench graphs`.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct OptimizeOpts {
-    /// Hardware profile: `h100` (measured tables) or `a800` (roofline, the paper's cluster).
+    /// Hardware profile: `h100` (measured tables), `a800` (roofline, the paper's cluster) or
+    /// `a800-pcie` (the same without NVLink).
     #[arg(long, default_value = "h100")]
     pub(crate) hardware: String,
     /// GPUs per node: decides which collectives of an imported `.hlo` cross nodes, and the
@@ -130,8 +131,9 @@ pub(crate) struct OptimizeOpts {
     /// decompositions on the schedule-only result, then schedule the rewritten graph).
     #[arg(long, value_enum, default_value_t = Decompose::Off)]
     pub(crate) decompose: Decompose,
-    /// Collective fusion (bucketing, boundaries chosen by evaluating schedules): `on` adds
-    /// the row `concerto+fuse`, the schedule of the fused graph.
+    /// Collective fusion (bucketing, boundaries chosen by simulating concerto's plan with
+    /// each candidate bucket): `on` adds the row `concerto+fuse`, the schedule of the fused
+    /// graph, kept when not longer than unfused.
     #[arg(long, value_enum, default_value_t = Fuse::Off)]
     pub(crate) fuse: Fuse,
     /// Cost chunks as the op's duration x X / N instead of looking them up in the tables.
@@ -175,6 +177,7 @@ impl OptimizeOpts {
             threads: self.threads,
             inductor_distance: self.inductor_distance,
             max_block: self.max_window.max(self.window),
+            hints: Vec::new(),
         })
     }
 
@@ -209,19 +212,67 @@ impl OptimizeOpts {
         Ok(Some(selected))
     }
 
-    /// The fusion `--fuse on` asks for, and the schedule of the fused graph.
-    pub(crate) fn fuse(&self, graph: &Graph) -> anyhow::Result<Option<(Fused, Optimized)>> {
+    /// The fusion `--fuse on` asks for, and the schedule of the fused graph. The buckets are
+    /// chosen under `scheduled`'s concerto plan of `graph` (each candidate keeps that plan's
+    /// order, [`fuse_under`]); the fused graph is then scheduled again, with that order as a
+    /// hint, so its concerto row is never behind the plan that chose the buckets.
+    pub(crate) fn fuse(
+        &self,
+        graph: &Graph,
+        scheduled: &Optimized,
+    ) -> anyhow::Result<Option<(Fused, Optimized)>> {
         if self.fuse == Fuse::Off {
             return Ok(None);
         }
-        let fused = fuse(graph, &self.hardware()?, &FuseConfig::default())?;
-        let optimized = self.run(&fused.graph)?;
+        let hardware = self.hardware()?;
+        let timeline = &scheduled.concerto().timeline;
+        let fused = fuse_under(graph, &hardware, timeline, &FuseConfig::default())?;
+        let mut order: Vec<OpId> = graph.ids().collect();
+        order.sort_by_key(|o| (timeline.start[o.0], o.0));
+        let hint = StreamPlan::from_order(
+            &fused.graph,
+            &mapped_order(&fused.graph, &fused.origin, &order)?,
+        )?;
+        let optimized = self.run_with(&fused.graph, vec![hint])?;
         Ok(Some((fused, optimized)))
     }
 
+    /// [`OptimizeOpts::fuse`], kept only when the scheduled fused graph is not longer than
+    /// `scheduled` (the schedule of `graph`); otherwise `None` and a note that says why.
+    pub(crate) fn fuse_kept(
+        &self,
+        graph: &Graph,
+        scheduled: &Optimized,
+    ) -> anyhow::Result<(Option<(Fused, Optimized)>, Option<String>)> {
+        Ok(match self.fuse(graph, scheduled)? {
+            Some((f, o)) if o.concerto().makespan_ns() > scheduled.concerto().makespan_ns() => {
+                let note = format!(
+                    "fusion not kept: {} bucket(s) scheduled to {:.3} ms, longer than unfused",
+                    f.buckets.len(),
+                    o.concerto().makespan_ns() as f64 / 1e6
+                );
+                (None, Some(note))
+            }
+            other => (other, None),
+        })
+    }
+
     pub(crate) fn run(&self, graph: &Graph) -> anyhow::Result<Optimized> {
+        self.run_with(graph, Vec::new())
+    }
+
+    /// [`OptimizeOpts::run`] with plans that compete with the baselines
+    /// ([`OptimizeConfig::hints`]).
+    pub(crate) fn run_with(
+        &self,
+        graph: &Graph,
+        hints: Vec<StreamPlan>,
+    ) -> anyhow::Result<Optimized> {
         let hardware = self.hardware()?;
-        let config = self.config()?;
+        let config = OptimizeConfig {
+            hints,
+            ..self.config()?
+        };
         let solver = registry().get(&self.solver)?;
         Ok(optimize::optimize(graph, &hardware, solver, &config)?)
     }
@@ -342,20 +393,7 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         .run(&graph)
         .with_context(|| format!("optimizing {}", args.graph.display()))?;
     let ad = args.opts.decompose(&graph)?;
-    // Fusion is chosen on baseline schedules; keep it only if the scheduled fused graph is
-    // not longer than the scheduled original (else report the original, no bucket).
-    let mut fusion_note = None;
-    let fu = match args.opts.fuse(&graph)? {
-        Some((f, o)) if o.concerto().makespan_ns() > r.concerto().makespan_ns() => {
-            fusion_note = Some(format!(
-                "fusion not kept: {} bucket(s) scheduled to {} ms, longer than unfused",
-                f.buckets.len(),
-                ms(o.concerto().makespan_ns())
-            ));
-            None
-        }
-        other => other,
-    };
+    let (fu, fusion_note) = args.opts.fuse_kept(&graph, &r)?;
     let noise = match args.noise {
         Some(p) => {
             let plans: Vec<_> = r.results.iter().map(|s| &s.plan).collect();

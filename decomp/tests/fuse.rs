@@ -3,13 +3,13 @@
 //! valid grouping fuses and passes the check, every invalid one is an error (never a panic),
 //! and both graphs schedule.
 
-use concerto_decomp::fuse::{check_fusion, fuse, fuse_ops, FuseConfig};
+use concerto_decomp::fuse::{check_fusion, fuse, fuse_ops, fuse_under, mapped_order, FuseConfig};
 use concerto_decomp::select::evaluate;
 use concerto_decomp::DecompError;
 use concerto_graph::models::{build, GptConfig, Model, Parallel, Zero};
 use concerto_graph::{
-    CollectiveKind, ComputeClass, DType, Graph, GraphBuilder, Hardware, LinkClass, Op, OpId,
-    OpKind, Tensor,
+    baselines, simulate, CollectiveKind, ComputeClass, DType, Graph, GraphBuilder, Hardware,
+    LinkClass, Op, OpId, OpKind, StreamPlan, Tensor,
 };
 use proptest::prelude::*;
 
@@ -73,6 +73,90 @@ fn zero3_gpt_buckets_shorten_the_step_and_pass_the_check() {
         // On this graph small buckets pay: the search finds some.
         assert!(!f.buckets.is_empty() && f.after_ns < f.before_ns, "dp {dp}");
     }
+}
+
+/// The order of `timeline`'s ops by start (ties by id).
+fn order_of(g: &Graph, timeline: &concerto_graph::Timeline) -> Vec<OpId> {
+    let mut order: Vec<OpId> = g.ids().collect();
+    order.sort_by_key(|o| (timeline.start[o.0], o.0));
+    order
+}
+
+/// Whether `order` is a permutation of `g`'s ops with every producer before its consumers.
+fn is_topological(g: &Graph, order: &[OpId]) -> bool {
+    let mut pos = vec![usize::MAX; g.len()];
+    for (i, o) in order.iter().enumerate() {
+        if pos[o.0] != usize::MAX {
+            return false;
+        }
+        pos[o.0] = i;
+    }
+    pos.iter().all(|&p| p != usize::MAX)
+        && g.dependencies().into_iter().all(|(p, c)| pos[p.0] < pos[c.0])
+}
+
+#[test]
+fn fusion_under_a_plan_keeps_its_order_and_never_lengthens_it() {
+    let hw = Hardware::h100();
+    for dp in [8, 16, 32] {
+        let g = zero3_gpt(dp);
+        let d = hw.durations(&g);
+        // The plan to fuse under: LHS's (any valid plan works; the CLI uses concerto's).
+        let plan = baselines::lhs(&g, &d).unwrap();
+        let t = simulate(&g, &plan, &d, hw.contention).unwrap();
+        let f = fuse_under(&g, &hw, &t, &FuseConfig::default()).unwrap();
+        check_fusion(&g, &f.graph, &f.origin).unwrap();
+        let order = order_of(&g, &t);
+        // The unfused graph keeps the timeline's order exactly: the judge's "before" is the
+        // plan replayed.
+        let same = mapped_order(&g, &g.ids().map(|o| vec![o]).collect::<Vec<_>>(), &order)
+            .unwrap();
+        assert_eq!(same, order);
+        let replayed = StreamPlan::from_order(&g, &same).unwrap();
+        assert_eq!(
+            f.before_ns,
+            simulate(&g, &replayed, &d, hw.contention).unwrap().makespan
+        );
+        // The fused graph's mapped order is topological and simulates to `after_ns`.
+        let mapped = mapped_order(&f.graph, &f.origin, &order).unwrap();
+        assert!(is_topological(&f.graph, &mapped), "dp {dp}");
+        let fused_plan = StreamPlan::from_order(&f.graph, &mapped).unwrap();
+        let fd = hw.durations(&f.graph);
+        let after = simulate(&f.graph, &fused_plan, &fd, hw.contention).unwrap();
+        assert_eq!(after.makespan, f.after_ns, "dp {dp}");
+        assert!(f.after_ns <= f.before_ns, "dp {dp}");
+    }
+}
+
+#[test]
+fn mapped_order_rejects_orders_that_are_not_permutations() {
+    let g = zero3_gpt(8);
+    let identity: Vec<Vec<OpId>> = g.ids().map(|o| vec![o]).collect();
+    let mut order: Vec<OpId> = g.ids().collect();
+    order[1] = order[0];
+    let e = mapped_order(&g, &identity, &order).unwrap_err();
+    assert!(e.to_string().contains("twice or out of range"), "{e}");
+    let short: Vec<OpId> = g.ids().skip(1).collect();
+    let e = mapped_order(&g, &identity, &short).unwrap_err();
+    let expect = format!("the order has {} ops, the original graph {}", g.len() - 1, g.len());
+    assert!(e.to_string().contains(&expect), "{e}");
+    let e = mapped_order(&g, &identity[1..], &order).unwrap_err();
+    assert!(e.to_string().contains("origins for a fused graph"), "{e}");
+    let mut gap = identity.clone();
+    gap[0] = vec![OpId(g.len() + 5)];
+    let all: Vec<OpId> = g.ids().collect();
+    let e = mapped_order(&g, &gap, &all).unwrap_err();
+    assert!(e.to_string().contains("comes from no op of the order"), "{e}");
+    let mut t = simulate(
+        &g,
+        &StreamPlan::program_order(&g).unwrap(),
+        &Hardware::h100().durations(&g),
+        1.0,
+    )
+    .unwrap();
+    t.start.pop();
+    let e = fuse_under(&g, &Hardware::h100(), &t, &FuseConfig::default()).unwrap_err();
+    assert!(e.to_string().contains("the timeline has"), "{e}");
 }
 
 /// One op of a random graph: a selector (0..2 the first collective class, 2 and 3 the others,

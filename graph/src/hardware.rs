@@ -1,7 +1,7 @@
 //! Hardware profiles and the cost model: integer nanoseconds for every op of a [`Graph`].
 //!
 //! A [`Hardware`] profile turns what an op carries (flops, bytes moved, GEMM shape, collective
-//! bytes, group size, link class) into a duration. Two profiles exist ([`Hardware::NAMES`]):
+//! bytes, group size, link class) into a duration. Three profiles exist ([`Hardware::NAMES`]):
 //!
 //! - **`h100`** (measured): one NVIDIA H100 SXM 80GB per rank, DGX H100 nodes of 8 GPUs on
 //!   NVSwitch. GEMMs and intra-node collectives are interpolated in tables XLA measured on
@@ -9,6 +9,8 @@
 //! - **`a800`** (roofline): the Concerto paper's setting (Cheng et al., ASPLOS 2025): 32 NVIDIA
 //!   A800 80GB SXM, 4 nodes of 8, NVLink 400 GB/s, 800 Gb/s between nodes. Every formula is a
 //!   roofline or an alpha-beta model over published peaks.
+//! - **`a800-pcie`** (roofline): the same GPUs without NVLink, the paper's "without NVLink"
+//!   setting: intra-node collectives run over PCIe 4.0.
 //!
 //! ```
 //! use concerto_graph::hardware::Hardware;
@@ -152,6 +154,16 @@
 //! (assumption). Inter-node: 800 Gb/s per node = 100 GB/s per node, 12.5 GB/s per GPU at 8 per
 //! node, alpha = 8 µs (assumption).
 //!
+//!
+//! ## `a800-pcie`
+//!
+//! `a800` with the intra-node link replaced by PCIe 4.0 x16: 32 GB/s per direction on paper;
+//! NCCL's ring through the PCIe switches and the CPU root complex reaches a bus bandwidth of
+//! about 20-25 GB/s on such servers, so the ring runs at **24 GB/s per direction** with alpha
+//! = 10 µs (both **assumptions**; calibrate with `nccl-tests` on the machine). Inter-node as
+//! `a800`. Use it with `concerto model ... --precision f32` for the paper's fp32 setting
+//! (f32 GEMMs run at the TF32 tensor peak, see above).
+
 //! # Contention
 //!
 //! [`Hardware::contention`] (default 1.1 for both profiles) is how many times slower compute
@@ -166,19 +178,19 @@
 //!
 //! # Constants
 //!
-//! | | `h100` | `a800` |
-//! |---|---|---|
-//! | HBM | HBM3 3.35 TB/s | HBM2e 2.039 TB/s |
-//! | fp32 vector | 67 TFLOP/s | 19.5 TFLOP/s |
-//! | bf16 / f16 tensor (dense) | 989 TFLOP/s | 312 TFLOP/s |
-//! | tf32 tensor (dense, f32 GEMMs) | 494.5 TFLOP/s | 156 TFLOP/s |
-//! | fp8 tensor (dense) | 1 979 TFLOP/s | (none: bf16 rate) |
-//! | GEMMs with a shape | measured table | tensor peak |
-//! | intra-node | measured table | ring, 200 GB/s, alpha 5 µs |
-//! | inter-node, per node | 400 GB/s, alpha 8 µs | 100 GB/s, alpha 8 µs |
-//! | GPUs per node | 8 | 8 |
-//! | kernel floor | 1 µs | 1 µs |
-//! | contention | 1.1 | 1.1 |
+//! | | `h100` | `a800` | `a800-pcie` |
+//! |---|---|---|---|
+//! | HBM | HBM3 3.35 TB/s | HBM2e 2.039 TB/s | as `a800` |
+//! | fp32 vector | 67 TFLOP/s | 19.5 TFLOP/s | as `a800` |
+//! | bf16 / f16 tensor (dense) | 989 TFLOP/s | 312 TFLOP/s | as `a800` |
+//! | tf32 tensor (dense, f32 GEMMs) | 494.5 TFLOP/s | 156 TFLOP/s | as `a800` |
+//! | fp8 tensor (dense) | 1 979 TFLOP/s | (none: bf16 rate) | as `a800` |
+//! | GEMMs with a shape | measured table | tensor peak | tensor peak |
+//! | intra-node | measured table | ring, 200 GB/s, alpha 5 µs | ring, 24 GB/s, alpha 10 µs |
+//! | inter-node, per node | 400 GB/s, alpha 8 µs | 100 GB/s, alpha 8 µs | as `a800` |
+//! | GPUs per node | 8 | 8 | 8 |
+//! | kernel floor | 1 µs | 1 µs | 1 µs |
+//! | contention | 1.1 | 1.1 | 1.1 |
 //!
 //! [`Hardware`] implements `Display`, which prints these.
 //!
@@ -743,7 +755,7 @@ fn h100_tables() -> (Arc<GemmTables>, Arc<CollectiveTables>) {
 
 impl Hardware {
     /// Names of the known profiles, for [`Hardware::by_name`].
-    pub const NAMES: &'static [&'static str] = &["h100", "a800"];
+    pub const NAMES: &'static [&'static str] = &["h100", "a800", "a800-pcie"];
 
     /// NVIDIA H100 SXM 80GB in DGX H100 nodes of 8: measured GEMM and intra-node collective
     /// tables (XLA, sm_90), datasheet roofline otherwise, 400 GB/s NICs per node. The embedded
@@ -798,12 +810,27 @@ impl Hardware {
         }
     }
 
+    /// [`Hardware::a800`] without NVLink: intra-node rings over PCIe 4.0 at 24 GB/s per
+    /// direction, alpha 10 µs (assumptions, see the module docs).
+    pub fn a800_pcie() -> Hardware {
+        Hardware {
+            name: "a800-pcie".into(),
+            description: "NVIDIA A800 80GB, nodes of 8 without NVLink (PCIe 4.0; roofline)",
+            intra: IntraModel::Ring(Ring {
+                bytes_per_sec: 24e9,
+                alpha_ns: 10_000.0,
+            }),
+            ..Hardware::a800()
+        }
+    }
+
     /// The profile named `name` (ASCII case ignored); [`GraphError::UnknownHardware`] lists the
     /// known names otherwise.
     pub fn by_name(name: &str) -> Result<Hardware, GraphError> {
         match name.trim().to_ascii_lowercase().as_str() {
             "h100" => Ok(Hardware::h100()),
             "a800" => Ok(Hardware::a800()),
+            "a800-pcie" => Ok(Hardware::a800_pcie()),
             _ => Err(GraphError::UnknownHardware {
                 name: name.to_string(),
                 known: Hardware::NAMES.join(", "),
@@ -1442,6 +1469,36 @@ mod tests {
         b.add(add, &[ar]);
         let g = b.finish();
         assert_eq!(hw.durations(&g), vec![440_510, 657_203, 700]);
+    }
+
+    #[test]
+    fn the_pcie_profile_is_the_a800_with_slower_intra_node_rings() {
+        let (nv, pcie) = (Hardware::a800(), Hardware::a800_pcie());
+        let ar = CollectiveKind::AllReduce;
+        // 64 MiB over 8 GPUs: 2·7/8 · 64 MiB / 24 GB/s + 14 · 10 µs.
+        let bytes: u64 = 64 << 20;
+        let expect = (2.0 * 7.0 / 8.0 * bytes as f64 / 24e9 * 1e9 + 14.0 * 10_000.0).ceil();
+        assert_eq!(
+            pcie.collective_ns(ar, bytes, 8, LinkClass::IntraNode),
+            expect as u64
+        );
+        assert!(
+            pcie.collective_ns(ar, bytes, 8, LinkClass::IntraNode)
+                > 7 * nv.collective_ns(ar, bytes, 8, LinkClass::IntraNode)
+        );
+        // Inter-node and compute as the a800.
+        assert_eq!(
+            pcie.collective_ns(ar, bytes, 32, LinkClass::InterNode),
+            nv.collective_ns(ar, bytes, 32, LinkClass::InterNode)
+        );
+        let shape = GemmShape {
+            b: 1,
+            m: 4096,
+            n: 4096,
+            k: 4096,
+        };
+        assert_eq!(pcie.gemm_ns(shape, DType::F32), nv.gemm_ns(shape, DType::F32));
+        assert_eq!(Hardware::by_name("A800-PCIe").unwrap(), pcie);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! issues the ops on one GPU: it is the baseline a scheduler improves on. The graph is the
 //! view of rank 0 (pipeline stage 0) with every shape per device (after tensor, pipeline and
 //! DAP partitioning). Ops carry flops, bytes moved, GEMM shapes and output tensors (bf16
-//! activations, parameters and gradients; f32 softmax statistics and losses), so that a cost
+//! activations, parameters and gradients unless [`Parallel::precision`] says f16 or f32; f32
+//! softmax statistics and losses), so that a cost
 //! model can time them and tensor lifetimes give the peak memory: a forward activation is read
 //! by the backward ops that need it, a gradient by its reduction and its optimizer update.
 //!
@@ -58,7 +59,7 @@ pub use resnet::WideResNetConfig;
 pub use transformer::{GptConfig, VitConfig};
 
 use crate::error::GraphError;
-use crate::ir::Graph;
+use crate::ir::{DType, Graph};
 use step::Block;
 
 /// A model and its sizes.
@@ -120,6 +121,14 @@ impl Model {
     }
 }
 
+/// `f32`, `f16`, ... as in files.
+fn dtype_name(d: DType) -> String {
+    serde_json::to_value(d)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_else(|| format!("{d:?}"))
+}
+
 /// The graph's name: the model and the plan, e.g. `gpt-dp2-tp4-pp2-mb4` or
 /// `gpt-dp8-tp1-pp1-zero3`.
 fn graph_name(model: &Model, p: &Parallel) -> String {
@@ -132,6 +141,9 @@ fn graph_name(model: &Model, p: &Parallel) -> String {
     if p.microbatches > 1 {
         name.push_str(&format!("-mb{}", p.microbatches));
     }
+    if p.precision != DType::Bf16 {
+        name.push_str(&format!("-{}", dtype_name(p.precision)));
+    }
     name
 }
 
@@ -143,6 +155,7 @@ fn graph_name(model: &Model, p: &Parallel) -> String {
 /// pipeline, unsupported combinations (ZeRO with `dp < 2` or with `pp > 1`; tensor or pipeline
 /// parallelism for the wide ResNet).
 pub fn build(model: &Model, parallel: &Parallel) -> Result<Graph, GraphError> {
+    let _precision = program::Precision::set(parallel.precision);
     let blocks = model.blocks(parallel)?;
     step::assemble(graph_name(model, parallel), &blocks, parallel)
 }
@@ -152,6 +165,7 @@ pub fn build(model: &Model, parallel: &Parallel) -> Result<Graph, GraphError> {
 /// precision they take 16 bytes each (bf16 parameter and gradient, f32 master weight and two
 /// moments), memory that the graph's tensors do not show.
 pub fn parameters(model: &Model, parallel: &Parallel) -> Result<u64, GraphError> {
+    let _precision = program::Precision::set(parallel.precision);
     Ok(step::stage_parameters(&model.blocks(parallel)?))
 }
 
@@ -268,6 +282,53 @@ mod tests {
         for (a, b) in g.dependencies() {
             assert!(a < b, "{ctx}");
         }
+    }
+
+    #[test]
+    fn precision_sets_the_dtype_of_activations_parameters_and_gradients() {
+        use crate::ir::DType;
+        let model = &small_models()[0];
+        let bf16 = Parallel::new(2, 2, 1);
+        let f32 = Parallel {
+            precision: DType::F32,
+            ..bf16.clone()
+        };
+        let (a, b) = (build(model, &bf16).unwrap(), build(model, &f32).unwrap());
+        assert_eq!(b.name(), format!("{}-f32", a.name()));
+        assert_eq!(a.len(), b.len());
+        let mut doubled = 0;
+        for (x, y) in a.ops().zip(b.ops()) {
+            assert_eq!(x.name, y.name);
+            // A collective of activations or gradients moves twice the bytes in f32; one of
+            // f32 values (softmax statistics, losses) the same.
+            if let (
+                OpKind::Collective { bytes: bx, .. },
+                OpKind::Collective { bytes: by, .. },
+            ) = (&x.kind, &y.kind)
+            {
+                if x.outputs.first().is_some_and(|t| t.dtype == DType::Bf16) {
+                    assert_eq!(*by, 2 * bx, "{}", x.name);
+                    doubled += 1;
+                } else {
+                    assert_eq!(by, bx, "{}", x.name);
+                }
+            }
+            for (tx, ty) in x.outputs.iter().zip(&y.outputs) {
+                match tx.dtype {
+                    DType::Bf16 => assert_eq!(ty.dtype, DType::F32, "{}", x.name),
+                    d => assert_eq!(ty.dtype, d, "{}", x.name),
+                }
+            }
+        }
+        assert!(doubled > 0);
+        // The builder leaves the thread's precision as it found it.
+        assert_eq!(build(model, &bf16).unwrap().to_json(), a.to_json());
+        let bad = Parallel {
+            precision: DType::S32,
+            ..bf16
+        };
+        let e = build(model, &bad).unwrap_err().to_string();
+        assert!(e.contains("precision must be bf16, f16 or f32"), "{e}");
     }
 
     #[test]

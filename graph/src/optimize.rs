@@ -14,6 +14,8 @@
 //! 5. The solver minimises the contention-free makespan; contention can reorder candidates.
 //!    Concerto's plan is the solver's plan, unless a baseline plan simulates strictly shorter;
 //!    [`Optimized::origin`] says which one was kept. Every makespan reported is simulated.
+//!    Plans given as [`OptimizeConfig::hints`] join the baselines in steps 3 and 5 (not as
+//!    rows of [`Optimized::results`]).
 
 use std::time::{Duration, Instant};
 
@@ -45,6 +47,10 @@ pub struct OptimizeConfig {
     /// Largest block of the escalating windows: once the driver converges with more than
     /// half the time limit left, it runs again with blocks twice as large, up to this.
     pub max_block: usize,
+    /// Extra plans of the graph (for example a plan carried over from the graph before a
+    /// rewrite): each competes with the baselines for the solver's start and with the solver
+    /// for concerto's plan ([`Optimized::origin`] `hint` when one is kept). Default none.
+    pub hints: Vec<StreamPlan>,
 }
 
 impl Default for OptimizeConfig {
@@ -61,6 +67,7 @@ impl Default for OptimizeConfig {
             threads: 1,
             inductor_distance: baselines::INDUCTOR_DISTANCE,
             max_block: 32,
+            hints: Vec::new(),
         }
     }
 }
@@ -119,7 +126,8 @@ pub struct Optimized {
     pub contention: f64,
     /// Program order, lhs, inductor and concerto, in that order.
     pub results: Vec<Scheduled>,
-    /// Where concerto's plan comes from: `solver`, or the baseline that simulated shorter.
+    /// Where concerto's plan comes from: `solver`, the baseline that simulated shorter, or
+    /// `hint` (one of [`OptimizeConfig::hints`]).
     pub origin: &'static str,
     /// The solver's (contention-free) makespan and the status of its solve.
     pub solver_makespan_ns: u64,
@@ -197,8 +205,12 @@ pub fn optimize(
     ];
     let lowered = lower(graph, &durations)?;
     // The solver starts from the baseline with the shortest contention-free timeline.
+    let mut hints = Vec::with_capacity(config.hints.len());
+    for plan in &config.hints {
+        hints.push(Scheduled::new("hint", graph, plan.clone(), &durations, contention)?);
+    }
     let mut start: Option<(u64, Timeline)> = None;
-    for r in &results {
+    for r in results.iter().chain(&hints) {
         let t = simulate(graph, &r.plan, &durations, 1.0)?;
         if start.as_ref().is_none_or(|(m, _)| t.makespan < *m) {
             start = Some((t.makespan, t));
@@ -258,7 +270,7 @@ pub fn optimize(
         contention,
     )?;
     let mut origin = "solver";
-    for r in &results {
+    for r in results.iter().chain(&hints) {
         if r.makespan_ns() < concerto.makespan_ns() {
             concerto = Scheduled {
                 scheduler: "concerto",

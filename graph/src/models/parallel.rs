@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::GraphError;
-use crate::ir::LinkClass;
+use crate::ir::{DType, LinkClass};
 
 /// How far data-parallel training shards its state (Rajbhandari et al., "ZeRO: Memory
 /// Optimizations Toward Training Trillion Parameter Models", SC 2020).
@@ -58,6 +58,10 @@ pub struct Parallel {
     pub gpus_per_node: u32,
     /// Gradient bucket size in bytes for data-parallel gradient reduction.
     pub bucket_bytes: u64,
+    /// The dtype of activations, parameters and gradients: `bf16` (mixed precision, the
+    /// default), `f16`, or `f32` (full precision, as in the Concerto paper's fp32 setting).
+    /// Softmax statistics and losses stay `f32`.
+    pub precision: DType,
 }
 
 impl Default for Parallel {
@@ -70,6 +74,7 @@ impl Default for Parallel {
             microbatches: 1,
             gpus_per_node: 8,
             bucket_bytes: Parallel::DDP_BUCKET_BYTES,
+            precision: DType::Bf16,
         }
     }
 }
@@ -137,6 +142,12 @@ impl Parallel {
             return Err(invalid(format!(
                 "dp * tp * pp = {} GPUs is more than the {MAX_GPUS} supported",
                 self.gpus()
+            )));
+        }
+        if !matches!(self.precision, DType::Bf16 | DType::F16 | DType::F32) {
+            return Err(invalid(format!(
+                "precision must be bf16, f16 or f32, not {:?}",
+                self.precision
             )));
         }
         if self.bucket_bytes == 0 {

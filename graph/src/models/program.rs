@@ -8,10 +8,36 @@
 //! shapes); the driver only names them, wires their inputs and adds the ZeRO-3 parameter
 //! gather and the gradient-accumulation dependencies.
 
+use std::cell::Cell;
+
 use crate::ir::{CollectiveKind, ComputeClass, DType, GemmShape, LinkClass, Op, OpKind, Tensor};
 
-/// Activations, parameters and gradients are bfloat16.
-pub(crate) const ACT: DType = DType::Bf16;
+thread_local! {
+    /// The dtype of activations, parameters and gradients while a graph is built
+    /// ([`Parallel::precision`](super::Parallel), set by [`Precision::set`]).
+    static PRECISION: Cell<DType> = const { Cell::new(DType::Bf16) };
+}
+
+/// The dtype of activations, parameters and gradients of the graph being built.
+pub(crate) fn act_dtype() -> DType {
+    PRECISION.with(Cell::get)
+}
+
+/// Sets the precision of the graphs built on this thread until dropped (then restores the one
+/// before, also when unwinding).
+pub(crate) struct Precision(DType);
+
+impl Precision {
+    pub(crate) fn set(dtype: DType) -> Precision {
+        Precision(PRECISION.with(|p| p.replace(dtype)))
+    }
+}
+
+impl Drop for Precision {
+    fn drop(&mut self) {
+        PRECISION.with(|p| p.set(self.0));
+    }
+}
 
 /// A value (a tensor) of a program.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -208,9 +234,9 @@ pub(crate) fn with_last(t: &Tensor, n: u64) -> Tensor {
     Tensor::new(shape, t.dtype)
 }
 
-/// A bf16 tensor.
+/// A tensor of the activation dtype (bf16 unless the plan's precision says otherwise).
 pub(crate) fn act(shape: impl Into<Vec<u64>>) -> Tensor {
-    Tensor::new(shape, ACT)
+    Tensor::new(shape, act_dtype())
 }
 
 /// Builds a [`Program`]; the tensor-parallel degree and link make `tp_copy` / `tp_reduce`
@@ -348,7 +374,7 @@ impl Pb {
         let bias = matches!(w, Weights::Own { bias: true });
         let group = self.weights(name, k * n + if bias { n } else { 0 }, w);
         let out = with_last(&xt, n);
-        let s = ACT.size();
+        let s = act_dtype().size();
         let bytes = (m * k + k * n + m * n) * s;
         let mut wout = vec![act([k, n])];
         let mut wbytes = (m * k + m * n + k * n) * s;
@@ -381,7 +407,7 @@ impl Pb {
         let k = cin * kernel * kernel;
         let m = n * ho * wo;
         let group = self.group(name, k * cout);
-        let bytes = xt.bytes() + k * cout * ACT.size() + out.bytes();
+        let bytes = xt.bytes() + k * cout * act_dtype().size() + out.bytes();
         let shape = GemmShape {
             b: 1,
             m,
@@ -455,7 +481,7 @@ impl Pb {
         };
         let e = xt.elements();
         let group = self.group(name, 2 * c);
-        let pbytes = 2 * c * ACT.size();
+        let pbytes = 2 * c * act_dtype().size();
         let fwd = compute(
             ComputeClass::Norm,
             NORM_FWD_FLOPS * e,

@@ -1,0 +1,368 @@
+//! `concerto bench ablation`: the Concerto paper's two ablations on this project's models and
+//! hardware profiles.
+//!
+//! 1. **Scheduling and decomposition** on GPT tensor-parallel plans: the baseline (program
+//!    order, what Megatron-LM issues eagerly), S (concerto's schedule only) and S+AD (schedule
+//!    plus the decompositions of `--decompose sequential`), in the paper's two settings: (1,16,1)
+//!    with NVLink in 16-bit precision and (1,8,2) without NVLink (PCIe) in fp32, each also on
+//!    the measured `h100` profile. The column `shape` says whether baseline > S > S+AD holds.
+//! 2. **Fusion** on ZeRO-3 at 8, 16 and 32 GPUs: S (unfused) and S+F (concerto on the graph
+//!    with collectives fused into buckets chosen under concerto's plan, kept only when not
+//!    longer).
+//!
+//! Every makespan is simulated from a plan that passed the plan and schedule checks of the
+//! optimisation pipeline. Exit 1 when concerto's schedule loses to a baseline anywhere.
+
+use std::time::Instant;
+
+use clap::Args;
+use concerto_graph::models::{self, GptConfig, Model, Parallel, Zero};
+use concerto_graph::DType;
+use serde::Serialize;
+
+use crate::decompose;
+use crate::optimize::{Decompose, DecompositionJson, Fuse, OptimizeOpts};
+use crate::table::Table;
+use crate::Failure;
+
+/// Arguments of `concerto bench ablation`.
+#[derive(Args, Debug)]
+#[command(mut_arg("hardware", |a| a.hide(true)))]
+pub(crate) struct AblationArgs {
+    /// Solver options (the hardware is per row; `--decompose` and `--fuse` are set per table).
+    #[command(flatten)]
+    pub(crate) opts: OptimizeOpts,
+    /// Print one JSON object (`ablation` and `fusion` arrays) instead of the tables.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// One row of the scheduling/decomposition ablation.
+#[derive(Serialize)]
+struct AblationRow {
+    config: String,
+    hardware: &'static str,
+    precision: &'static str,
+    ops: usize,
+    /// Program order: the baseline.
+    baseline_ns: u64,
+    /// The best of program order, lhs and inductor.
+    best_baseline_ns: u64,
+    /// S: concerto's schedule of the graph.
+    optimized_ns: u64,
+    /// S+AD, never above S.
+    decomposed_ns: u64,
+    decompositions: Vec<DecompositionJson>,
+    /// baseline > S > S+AD.
+    shape: bool,
+    time_s: f64,
+}
+
+/// One row of the ZeRO-3 fusion table.
+#[derive(Serialize)]
+struct FusionRow {
+    config: String,
+    hardware: &'static str,
+    gpus: u32,
+    /// Program order, unfused.
+    baseline_ns: u64,
+    /// S: concerto on the unfused graph.
+    optimized_ns: u64,
+    /// S+F: concerto on the fused graph, never above S.
+    fused_ns: u64,
+    /// S+F vs S, positive when shorter.
+    fuse_gain_pct: f64,
+    /// Collective calls before and after fusion.
+    collective_calls: (usize, usize),
+    /// Peak memory of the tensor lifetimes, unfused and fused (bytes).
+    peak_memory_bytes: (u64, u64),
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+    time_s: f64,
+}
+
+#[derive(Serialize)]
+struct Report {
+    ablation: Vec<AblationRow>,
+    fusion: Vec<FusionRow>,
+}
+
+/// A GPT plan of the ablation.
+struct Setting {
+    name: &'static str,
+    hardware: &'static str,
+    model: Model,
+    parallel: Parallel,
+}
+
+fn plan(pp: u32, tp: u32, dp: u32, zero: Zero, precision: DType) -> Parallel {
+    Parallel {
+        microbatches: Parallel::default_microbatches(pp),
+        zero,
+        precision,
+        ..Parallel::new(dp, tp, pp)
+    }
+}
+
+/// The paper's GPT plans: 8 layers, hidden 4096, 4 sequences of 2048 per step.
+fn ablation_settings() -> Vec<Setting> {
+    let gpt = Model::Gpt(GptConfig {
+        micro_batch: 4,
+        ..GptConfig::default()
+    });
+    let s = |name, hardware, tp, dp, precision| Setting {
+        name,
+        hardware,
+        model: gpt.clone(),
+        parallel: plan(1, tp, dp, Zero::None, precision),
+    };
+    vec![
+        s("gpt (1,16,1) NVLink bf16", "a800", 16, 1, DType::Bf16),
+        s("gpt (1,8,2) PCIe fp32", "a800-pcie", 8, 2, DType::F32),
+        s("gpt (1,16,1) bf16", "h100", 16, 1, DType::Bf16),
+        s("gpt (1,8,2) bf16", "h100", 8, 2, DType::Bf16),
+    ]
+}
+
+/// ZeRO-3 on 8, 16 and 32 GPUs: the 8-layer, hidden-2048 GPT of `bench graphs`.
+fn fusion_settings() -> Vec<Setting> {
+    let gpt = Model::Gpt(GptConfig {
+        layers: 8,
+        hidden: 2048,
+        heads: 16,
+        seq: 2048,
+        micro_batch: 4,
+        ..GptConfig::default()
+    });
+    [8, 16, 32]
+        .into_iter()
+        .map(|dp| Setting {
+            name: match dp {
+                8 => "gpt zero3 dp8",
+                16 => "gpt zero3 dp16",
+                _ => "gpt zero3 dp32",
+            },
+            hardware: "h100",
+            model: gpt.clone(),
+            parallel: plan(1, 1, dp, Zero::Stage3, DType::Bf16),
+        })
+        .collect()
+}
+
+fn precision_name(d: DType) -> &'static str {
+    match d {
+        DType::F32 => "fp32",
+        DType::F16 => "fp16",
+        _ => "bf16",
+    }
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+pub(crate) fn run(args: &AblationArgs) -> Result<(), Failure> {
+    let mut worse = Vec::new();
+    let mut ablation = Vec::new();
+    for s in ablation_settings() {
+        let began = Instant::now();
+        let mut opts = args.opts.clone();
+        opts.hardware = s.hardware.to_string();
+        opts.gpus_per_node = s.parallel.gpus_per_node;
+        opts.fuse = Fuse::Off;
+        if opts.decompose == Decompose::Off {
+            opts.decompose = Decompose::Sequential;
+        }
+        let graph = models::build(&s.model, &s.parallel)?;
+        let r = opts.run(&graph)?;
+        let opt = r.concerto().makespan_ns();
+        if r.results.iter().any(|x| opt > x.makespan_ns()) {
+            worse.push(s.name);
+        }
+        let ad = decompose::sequential(&opts, &graph, opt)
+            .map_err(|e| e.context(format!("{}: decomposing", s.name)))?;
+        let baseline = r.get("program-order").map_or(0, |x| x.makespan_ns());
+        let row = AblationRow {
+            config: s.name.to_string(),
+            hardware: s.hardware,
+            precision: precision_name(s.parallel.precision),
+            ops: r.ops,
+            baseline_ns: baseline,
+            best_baseline_ns: r.best_baseline_ns(),
+            optimized_ns: opt,
+            decomposed_ns: ad.decomposed_ns,
+            shape: baseline > opt && opt > ad.decomposed_ns,
+            decompositions: ad.decompositions,
+            time_s: began.elapsed().as_secs_f64(),
+        };
+        if !args.json {
+            eprintln!(
+                "{} on {}: baseline {} ms, S {} ms, S+AD {} ms ({:.1} s)",
+                row.config,
+                row.hardware,
+                ms(row.baseline_ns),
+                ms(row.optimized_ns),
+                ms(row.decomposed_ns),
+                row.time_s
+            );
+        }
+        ablation.push(row);
+    }
+    let mut fusion = Vec::new();
+    for s in fusion_settings() {
+        let began = Instant::now();
+        let mut opts = args.opts.clone();
+        opts.hardware = s.hardware.to_string();
+        opts.gpus_per_node = s.parallel.gpus_per_node;
+        opts.decompose = Decompose::Off;
+        opts.fuse = Fuse::On;
+        let graph = models::build(&s.model, &s.parallel)?;
+        let r = opts.run(&graph)?;
+        let opt = r.concerto().makespan_ns();
+        if r.results.iter().any(|x| opt > x.makespan_ns()) {
+            worse.push(s.name);
+        }
+        let (fu, note) = opts
+            .fuse_kept(&graph, &r)
+            .map_err(|e| e.context(format!("{}: fusing", s.name)))?;
+        let (fused_ns, calls, peak) = match &fu {
+            Some((_, o)) => (
+                o.concerto().makespan_ns(),
+                o.collectives,
+                o.concerto().peak_memory_bytes,
+            ),
+            None => (opt, r.collectives, r.concerto().peak_memory_bytes),
+        };
+        let row = FusionRow {
+            config: s.name.to_string(),
+            hardware: s.hardware,
+            gpus: s.parallel.dp,
+            baseline_ns: r.get("program-order").map_or(0, |x| x.makespan_ns()),
+            optimized_ns: opt,
+            fused_ns,
+            fuse_gain_pct: (1.0 - fused_ns as f64 / opt as f64) * 100.0,
+            collective_calls: (r.collectives, calls),
+            peak_memory_bytes: (r.concerto().peak_memory_bytes, peak),
+            note,
+            time_s: began.elapsed().as_secs_f64(),
+        };
+        if !args.json {
+            eprintln!(
+                "{} on {}: S {} ms, S+F {} ms ({:.1} s)",
+                row.config,
+                row.hardware,
+                ms(row.optimized_ns),
+                ms(row.fused_ns),
+                row.time_s
+            );
+        }
+        fusion.push(row);
+    }
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string(&Report { ablation, fusion })?
+        );
+    } else {
+        print_tables(&ablation, &fusion);
+    }
+    if !worse.is_empty() {
+        eprintln!("concerto is worse than a baseline on: {}", worse.join(", "));
+        return Err(Failure::Rejected);
+    }
+    Ok(())
+}
+
+fn print_tables(ablation: &[AblationRow], fusion: &[FusionRow]) {
+    let mut t = Table::new(&[
+        "config",
+        "hardware",
+        "ops",
+        "baseline_ms",
+        "best_baseline_ms",
+        "S_ms",
+        "S+AD_ms",
+        "S/base",
+        "S+AD/base",
+        "decomps",
+        "shape",
+        "time_s",
+    ]);
+    for r in ablation {
+        let ratio = |ns: u64| format!("{:.3}", ns as f64 / r.baseline_ns as f64);
+        // `count x axis/N`, e.g. `6x rows/4, 16x cols/2`.
+        let mut groups: Vec<((&str, u32), usize)> = Vec::new();
+        for d in &r.decompositions {
+            match groups.iter_mut().find(|(k, _)| *k == (d.axis, d.n)) {
+                Some((_, c)) => *c += 1,
+                None => groups.push(((d.axis, d.n), 1)),
+            }
+        }
+        let decomps = if groups.is_empty() {
+            "-".to_string()
+        } else {
+            groups
+                .iter()
+                .map(|((axis, n), c)| format!("{c}x {axis}/{n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        t.row(vec![
+            r.config.clone(),
+            r.hardware.to_string(),
+            r.ops.to_string(),
+            ms(r.baseline_ns),
+            ms(r.best_baseline_ns),
+            ms(r.optimized_ns),
+            ms(r.decomposed_ns),
+            ratio(r.optimized_ns),
+            ratio(r.decomposed_ns),
+            decomps,
+            if r.shape { "yes" } else { "no" }.to_string(),
+            format!("{:.1}", r.time_s),
+        ]);
+    }
+    print!("{}", t.render());
+    println!(
+        "baseline = program order; S = concerto's schedule; S+AD = with decompositions \
+         (--decompose sequential), kept at S when longer; shape = baseline > S > S+AD"
+    );
+    println!();
+    let mut t = Table::new(&[
+        "config",
+        "hardware",
+        "gpus",
+        "baseline_ms",
+        "S_ms",
+        "S+F_ms",
+        "F_gain",
+        "calls",
+        "peak_GiB",
+        "time_s",
+    ]);
+    let gib = |b: u64| format!("{:.2}", b as f64 / (1u64 << 30) as f64);
+    for r in fusion {
+        t.row(vec![
+            r.config.clone(),
+            r.hardware.to_string(),
+            r.gpus.to_string(),
+            ms(r.baseline_ns),
+            ms(r.optimized_ns),
+            ms(r.fused_ns),
+            format!("{:.2}%", r.fuse_gain_pct),
+            format!("{}->{}", r.collective_calls.0, r.collective_calls.1),
+            format!("{}->{}", gib(r.peak_memory_bytes.0), gib(r.peak_memory_bytes.1)),
+            format!("{:.1}", r.time_s),
+        ]);
+    }
+    print!("{}", t.render());
+    println!(
+        "S+F = concerto on the graph with collectives fused into buckets chosen under \
+         concerto's plan (--fuse on), kept at S when longer; F_gain = S+F vs S"
+    );
+    for r in fusion {
+        if let Some(n) = &r.note {
+            println!("{}: {n}", r.config);
+        }
+    }
+}
