@@ -220,7 +220,7 @@ impl OptimizeOpts {
         &self,
         graph: &Graph,
         scheduled: &Optimized,
-    ) -> anyhow::Result<Option<(Fused, Optimized)>> {
+    ) -> anyhow::Result<Option<FusedSchedule>> {
         if self.fuse == Fuse::Off {
             return Ok(None);
         }
@@ -243,7 +243,7 @@ impl OptimizeOpts {
         &self,
         graph: &Graph,
         scheduled: &Optimized,
-    ) -> anyhow::Result<(Option<(Fused, Optimized)>, Option<String>)> {
+    ) -> anyhow::Result<(Option<FusedSchedule>, Option<String>)> {
         Ok(match self.fuse(graph, scheduled)? {
             Some((f, o)) if o.concerto().makespan_ns() > scheduled.concerto().makespan_ns() => {
                 let note = format!(
@@ -277,6 +277,9 @@ impl OptimizeOpts {
         Ok(optimize::optimize(graph, &hardware, solver, &config)?)
     }
 }
+
+/// A fusion and the schedule of the fused graph.
+pub(crate) type FusedSchedule = (Fused, Optimized);
 
 /// One scheduler in the JSON report.
 #[derive(Serialize)]

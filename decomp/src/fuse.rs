@@ -748,6 +748,9 @@ pub fn mapped_order(
     Ok(out)
 }
 
+/// The judge of [`fuse_by`]: a candidate graph and its origin in, its makespan (ns) out.
+pub type Judge<'a> = dyn FnMut(&Graph, &[Vec<OpId>]) -> Result<u64, DecompError> + 'a;
+
 /// Chooses buckets for `graph` with `eval` as the judge: `eval(candidate, origin)` returns the
 /// makespan (ns) of a candidate graph, `origin` mapping its ops to `graph`'s as [`fuse_ops`]
 /// returns it. The search is the greedy boundary search of the module docs; the returned
@@ -758,7 +761,7 @@ pub fn mapped_order(
 pub fn fuse_by(
     graph: &Graph,
     config: &FuseConfig,
-    eval: &mut dyn FnMut(&Graph, &[Vec<OpId>]) -> Result<u64, DecompError>,
+    eval: &mut Judge<'_>,
 ) -> Result<Fused, DecompError> {
     let identity: Vec<Vec<OpId>> = graph.ids().map(|o| vec![o]).collect();
     let before = eval(graph, &identity)?;
