@@ -259,10 +259,7 @@ pub(crate) fn run(args: &AblationArgs) -> Result<(), Failure> {
         fusion.push(row);
     }
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string(&Report { ablation, fusion })?
-        );
+        println!("{}", serde_json::to_string(&Report { ablation, fusion })?);
     } else {
         print_tables(&ablation, &fusion);
     }
@@ -351,7 +348,11 @@ fn print_tables(ablation: &[AblationRow], fusion: &[FusionRow]) {
             ms(r.fused_ns),
             format!("{:.2}%", r.fuse_gain_pct),
             format!("{}->{}", r.collective_calls.0, r.collective_calls.1),
-            format!("{}->{}", gib(r.peak_memory_bytes.0), gib(r.peak_memory_bytes.1)),
+            format!(
+                "{}->{}",
+                gib(r.peak_memory_bytes.0),
+                gib(r.peak_memory_bytes.1)
+            ),
             format!("{:.1}", r.time_s),
         ]);
     }

@@ -17,6 +17,7 @@ mod import;
 mod model;
 mod optimize;
 mod psplib_bench;
+mod run_cuda;
 mod scale_bench;
 mod solve;
 mod table;
@@ -45,6 +46,9 @@ enum Command {
     /// Show a graph's critical collectives, the decompositions chosen around them and the
     /// schedule-only (S) vs decomposed (S+AD) makespans; `--sweep-slowdown` for sensitivity.
     Decompose(decompose::DecomposeArgs),
+    /// Run stream plans on a GPU with CUDA streams and events; compare measured with simulated
+    /// makespans.
+    RunCuda(run_cuda::RunCudaArgs),
     /// Benchmarks over instance sets.
     #[command(subcommand)]
     Bench(bench::BenchCommand),
@@ -75,6 +79,7 @@ fn main() -> ExitCode {
         Command::Model(args) => model::run(&args),
         Command::Optimize(args) => optimize::run(&args),
         Command::Decompose(args) => decompose::run(&args),
+        Command::RunCuda(args) => run_cuda::run(&args),
         Command::Bench(cmd) => bench::run(cmd),
         Command::Solvers => {
             solve::list_solvers();

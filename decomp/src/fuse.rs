@@ -707,7 +707,12 @@ pub fn mapped_order(
     for (i, o) in order.iter().enumerate() {
         match position.get_mut(o.0) {
             Some(p) if *p == usize::MAX => *p = i,
-            _ => return Err(bad(format!("the order names op #{} twice or out of range", o.0))),
+            _ => {
+                return Err(bad(format!(
+                    "the order names op #{} twice or out of range",
+                    o.0
+                )))
+            }
         }
     }
     let mut key = Vec::with_capacity(fused.len());

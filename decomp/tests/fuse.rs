@@ -92,7 +92,9 @@ fn is_topological(g: &Graph, order: &[OpId]) -> bool {
         pos[o.0] = i;
     }
     pos.iter().all(|&p| p != usize::MAX)
-        && g.dependencies().into_iter().all(|(p, c)| pos[p.0] < pos[c.0])
+        && g.dependencies()
+            .into_iter()
+            .all(|(p, c)| pos[p.0] < pos[c.0])
 }
 
 #[test]
@@ -109,8 +111,7 @@ fn fusion_under_a_plan_keeps_its_order_and_never_lengthens_it() {
         let order = order_of(&g, &t);
         // The unfused graph keeps the timeline's order exactly: the judge's "before" is the
         // plan replayed.
-        let same = mapped_order(&g, &g.ids().map(|o| vec![o]).collect::<Vec<_>>(), &order)
-            .unwrap();
+        let same = mapped_order(&g, &g.ids().map(|o| vec![o]).collect::<Vec<_>>(), &order).unwrap();
         assert_eq!(same, order);
         let replayed = StreamPlan::from_order(&g, &same).unwrap();
         assert_eq!(
@@ -138,7 +139,11 @@ fn mapped_order_rejects_orders_that_are_not_permutations() {
     assert!(e.to_string().contains("twice or out of range"), "{e}");
     let short: Vec<OpId> = g.ids().skip(1).collect();
     let e = mapped_order(&g, &identity, &short).unwrap_err();
-    let expect = format!("the order has {} ops, the original graph {}", g.len() - 1, g.len());
+    let expect = format!(
+        "the order has {} ops, the original graph {}",
+        g.len() - 1,
+        g.len()
+    );
     assert!(e.to_string().contains(&expect), "{e}");
     let e = mapped_order(&g, &identity[1..], &order).unwrap_err();
     assert!(e.to_string().contains("origins for a fused graph"), "{e}");
@@ -146,7 +151,10 @@ fn mapped_order_rejects_orders_that_are_not_permutations() {
     gap[0] = vec![OpId(g.len() + 5)];
     let all: Vec<OpId> = g.ids().collect();
     let e = mapped_order(&g, &gap, &all).unwrap_err();
-    assert!(e.to_string().contains("comes from no op of the order"), "{e}");
+    assert!(
+        e.to_string().contains("comes from no op of the order"),
+        "{e}"
+    );
     let mut t = simulate(
         &g,
         &StreamPlan::program_order(&g).unwrap(),

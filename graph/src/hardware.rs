@@ -1497,7 +1497,10 @@ mod tests {
             n: 4096,
             k: 4096,
         };
-        assert_eq!(pcie.gemm_ns(shape, DType::F32), nv.gemm_ns(shape, DType::F32));
+        assert_eq!(
+            pcie.gemm_ns(shape, DType::F32),
+            nv.gemm_ns(shape, DType::F32)
+        );
         assert_eq!(Hardware::by_name("A800-PCIe").unwrap(), pcie);
     }
 

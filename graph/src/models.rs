@@ -301,10 +301,8 @@ mod tests {
             assert_eq!(x.name, y.name);
             // A collective of activations or gradients moves twice the bytes in f32; one of
             // f32 values (softmax statistics, losses) the same.
-            if let (
-                OpKind::Collective { bytes: bx, .. },
-                OpKind::Collective { bytes: by, .. },
-            ) = (&x.kind, &y.kind)
+            if let (OpKind::Collective { bytes: bx, .. }, OpKind::Collective { bytes: by, .. }) =
+                (&x.kind, &y.kind)
             {
                 if x.outputs.first().is_some_and(|t| t.dtype == DType::Bf16) {
                     assert_eq!(*by, 2 * bx, "{}", x.name);

@@ -207,7 +207,13 @@ pub fn optimize(
     // The solver starts from the baseline with the shortest contention-free timeline.
     let mut hints = Vec::with_capacity(config.hints.len());
     for plan in &config.hints {
-        hints.push(Scheduled::new("hint", graph, plan.clone(), &durations, contention)?);
+        hints.push(Scheduled::new(
+            "hint",
+            graph,
+            plan.clone(),
+            &durations,
+            contention,
+        )?);
     }
     let mut start: Option<(u64, Timeline)> = None;
     for r in results.iter().chain(&hints) {
