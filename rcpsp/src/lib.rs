@@ -43,6 +43,7 @@ pub mod bounds;
 mod check;
 pub mod generate;
 pub mod io;
+pub mod modal;
 mod justify;
 pub mod oddeven;
 pub mod priority;
@@ -59,6 +60,10 @@ pub use bounds::{lower_bound, BoundKind, LowerBound};
 pub use check::{check, Violation, Violations};
 pub use io::{read_problem, ReadError};
 pub use justify::justify;
+pub use modal::{
+    brute_force, check_modal, verified_modal, ModalError, ModalOutcome, ModalProblem, ModalSolution,
+    ModalSolver, Region,
+};
 pub use oddeven::{OddEven, OddEvenConfig, OddEvenReport, RoundReport};
 pub use problem::{
     Activity, ActivityId, Arc, Precedence, Problem, ProblemBuilder, ProblemError, Resource,
