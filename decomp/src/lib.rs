@@ -16,6 +16,7 @@ pub mod context;
 pub mod critical;
 mod error;
 pub mod fuse;
+pub mod joint;
 pub mod rewrite;
 pub mod rules;
 pub mod select;

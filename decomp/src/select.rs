@@ -91,11 +91,7 @@ fn apply(
     hardware: &Hardware,
     config: &SelectConfig,
 ) -> Result<Graph, DecompError> {
-    let split = |op: &concerto_graph::Op, i: u32| {
-        let slow = config.slowdown.map(|f| (f, hardware.op_ns(op)));
-        chunk(op, ctx.axis, ctx.n, i, slow)
-    };
-    Ok(rewrite(graph, ctx, &split)?.graph)
+    Ok(rewrite(graph, ctx, &chunker(ctx, hardware, config))?.graph)
 }
 
 /// The best baseline schedule of `graph` (makespan and timeline).
@@ -183,6 +179,68 @@ struct Candidate {
     gain: i64,
 }
 
+/// A candidate decomposition with a measured gain (see [`candidates`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scored {
+    /// What it is, with its evaluated makespan.
+    pub decomposition: Decomposition,
+    /// Its context in the input graph.
+    pub context: Context,
+}
+
+/// Every candidate that shortens the evaluated makespan when applied alone: for each
+/// critical collective of the best baseline schedule (most exposed first), each axis and
+/// chunk count the context allows, rewritten (checked) and evaluated. Returns the input's
+/// evaluated makespan and the candidates, grouped by collective in that order. Cost:
+/// O(critical x axes x Ns x (rewrite + evaluate)).
+pub fn candidates(
+    graph: &Graph,
+    hardware: &Hardware,
+    config: &SelectConfig,
+) -> Result<(u64, Vec<Scored>), DecompError> {
+    let (before, timeline) = evaluate(graph, hardware)?;
+    let mut out = Vec::new();
+    for c in critical(graph, &timeline, config.threshold)
+        .into_iter()
+        .take(config.max_collectives)
+    {
+        for &axis in &config.axes {
+            for &n in &config.ns {
+                let Some(ctx) = context(graph, c.op, axis, n, config.depth) else {
+                    continue;
+                };
+                let (m, _) = evaluate(&apply(graph, &ctx, hardware, config)?, hardware)?;
+                if m < before {
+                    out.push(Scored {
+                        decomposition: Decomposition {
+                            collective: graph.op(c.op).name.clone(),
+                            axis,
+                            n,
+                            context_ops: ctx.ops.len(),
+                            before_ns: before,
+                            after_ns: m,
+                        },
+                        context: ctx,
+                    });
+                }
+            }
+        }
+    }
+    Ok((before, out))
+}
+
+/// The chunk function of `config` (the measured tables, or the fixed slowdown) for `ctx`.
+pub fn chunker<'a>(
+    ctx: &'a Context,
+    hardware: &'a Hardware,
+    config: &'a SelectConfig,
+) -> impl Fn(&concerto_graph::Op, u32) -> concerto_graph::Op + 'a {
+    move |op: &concerto_graph::Op, i: u32| {
+        let slow = config.slowdown.map(|f| (f, hardware.op_ns(op)));
+        chunk(op, ctx.axis, ctx.n, i, slow)
+    }
+}
+
 /// Solves a selection problem: `(weights, groups, conflicts)` to the chosen items (at most
 /// one per group, no conflicting pair, maximum total weight) and whether that is proven
 /// optimal. The CLI passes a MILP through `concerto-backends`; [`enumerate`] is exact for
@@ -245,40 +303,23 @@ pub fn select_exact(
     config: &SelectConfig,
     solve: SelectionSolver<'_>,
 ) -> Result<Selected, DecompError> {
-    let (before, timeline) = evaluate(graph, hardware)?;
+    let (before, scored) = candidates(graph, hardware, config)?;
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut groups: Vec<Vec<usize>> = Vec::new();
-    for c in critical(graph, &timeline, config.threshold)
-        .into_iter()
-        .take(config.max_collectives)
-    {
-        let mut group = Vec::new();
-        for &axis in &config.axes {
-            for &n in &config.ns {
-                let Some(ctx) = context(graph, c.op, axis, n, config.depth) else {
-                    continue;
-                };
-                let (m, _) = evaluate(&apply(graph, &ctx, hardware, config)?, hardware)?;
-                if m < before {
-                    group.push(candidates.len());
-                    candidates.push(Candidate {
-                        decomposition: Decomposition {
-                            collective: graph.op(c.op).name.clone(),
-                            axis,
-                            n,
-                            context_ops: ctx.ops.len(),
-                            before_ns: before,
-                            after_ns: m,
-                        },
-                        ops: ctx.ops.iter().map(|o| graph.op(*o).name.clone()).collect(),
-                        gain: (before - m) as i64,
-                    });
-                }
-            }
+    for c in scored {
+        if groups
+            .last()
+            .and_then(|g: &Vec<usize>| g.first())
+            .is_none_or(|&i| candidates[i].decomposition.collective != c.decomposition.collective)
+        {
+            groups.push(Vec::new());
         }
-        if !group.is_empty() {
-            groups.push(group);
-        }
+        groups.last_mut().expect("pushed").push(candidates.len());
+        candidates.push(Candidate {
+            ops: c.context.ops.iter().map(|o| graph.op(*o).name.clone()).collect(),
+            gain: (before - c.decomposition.after_ns) as i64,
+            decomposition: c.decomposition,
+        });
     }
     let mut conflicts = Vec::new();
     for a in 0..candidates.len() {

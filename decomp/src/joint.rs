@@ -1,0 +1,347 @@
+//! Joint decomposition and scheduling: one graph that holds every candidate decomposition as
+//! an alternative, for a solver that chooses the decompositions and the order together.
+//!
+//! The sequential mode (Concerto §4) chooses decompositions on measured gains, then schedules
+//! the rewritten graph; a choice that looks good alone can be bad next to the order the
+//! scheduler picks, and the other way round. [`union`] builds the *union graph* of a graph and
+//! a set of candidate contexts:
+//!
+//! - **Regions.** Candidates whose contexts share an op are alternatives of one region (the
+//!   contexts of one collective always share it). A region's ops are the union of its
+//!   candidates' contexts.
+//! - **Modes.** Mode 0 of a region is its ops unchanged; mode `k` is candidate `k`'s rewrite of
+//!   them: the chunks and joins of the ops in its context, and a copy of the region's other
+//!   ops (named `<name>@<k>` with the region, so every mode is a complete replacement of the
+//!   region). Ops outside every region are mandatory.
+//! - **Dependencies.** Within a mode, those of its rewrite. Between a region's op and an op
+//!   outside the region, every instance pair: a producer is read through its instance in each
+//!   mode (the op itself, its copy, or its join), a consumer reads through its instance in
+//!   each mode (the op, its copy, or every chunk, since a chunk reads the whole tensor of a
+//!   producer outside its context). A dependency binds only when both ends are present, as
+//!   in [`concerto_rcpsp::ModalProblem`], so each choice of one mode per region gives exactly
+//!   the graph that applying the chosen rewrites one after the other gives
+//!   ([`Union::graph_of`] builds it; the tests compare the two).
+//!
+//! Lowered with [`concerto_graph::lower::lower`] and wrapped with [`Union::regions`], the
+//! union graph is the modal RCPSP that a [`concerto_rcpsp::ModalSolver`] solves: modes and
+//! start times together.
+//!
+//! Cost: O(candidates x (rewrite + ops + deps)) to build; the union has the original ops plus
+//! every candidate's chunks, joins and copies of its region's other ops.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use concerto_graph::{Graph, GraphBuilder, Op, OpId};
+
+use crate::error::DecompError;
+use crate::rewrite::{rewrite, Origin, Rewritten};
+use crate::split::Context;
+
+/// One candidate of [`union`]: a context and its chunk function's result, the rewrite.
+#[derive(Clone, Debug)]
+pub struct Candidate {
+    /// A label for reports (`<collective> rows/4`).
+    pub label: String,
+    /// The context in the original graph.
+    pub context: Context,
+}
+
+/// A region of the union graph.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnionRegion {
+    /// The region's name: its first candidate's collective.
+    pub name: String,
+    /// The original ops of the region (the union of its candidates' contexts).
+    pub ops: Vec<OpId>,
+    /// Union-graph ops of each mode; mode 0 is the region unchanged.
+    pub modes: Vec<Vec<OpId>>,
+    /// The candidate (index into [`union`]'s list) of each mode; `None` for mode 0.
+    pub candidates: Vec<Option<usize>>,
+}
+
+/// The union graph (see the module docs).
+#[derive(Clone, Debug)]
+pub struct Union {
+    /// Every op of every mode, with every dependency.
+    pub graph: Graph,
+    /// The regions.
+    pub regions: Vec<UnionRegion>,
+    /// For each union op, `(region, mode)`, or `None` when it is mandatory.
+    pub membership: Vec<Option<(usize, usize)>>,
+    /// For each union op, the original op it comes from and how.
+    pub origin: Vec<Origin>,
+}
+
+impl Union {
+    /// Whether union op `o` is present when region `r` runs in mode `modes[r]`.
+    pub fn present(&self, o: OpId, modes: &[usize]) -> bool {
+        self.membership[o.0].is_none_or(|(r, m)| modes[r] == m)
+    }
+
+    /// The graph of one mode choice: the present ops in union order, with the dependencies
+    /// between them, and each op's union id. Errors when `modes` does not give one valid mode
+    /// per region.
+    pub fn graph_of(&self, modes: &[usize]) -> Result<(Graph, Vec<OpId>), DecompError> {
+        if modes.len() != self.regions.len()
+            || modes
+                .iter()
+                .zip(&self.regions)
+                .any(|(&m, r)| m >= r.modes.len())
+        {
+            return Err(DecompError::InvalidContext {
+                reason: format!(
+                    "mode choice {modes:?} for {} regions of {:?} modes",
+                    self.regions.len(),
+                    self.regions.iter().map(|r| r.modes.len()).collect::<Vec<_>>()
+                ),
+            });
+        }
+        let mut b = GraphBuilder::new(self.graph.name());
+        let mut new_id = vec![None; self.graph.len()];
+        let mut kept = Vec::new();
+        for o in self.graph.ids() {
+            if !self.present(o, modes) {
+                continue;
+            }
+            let inputs: Vec<(OpId, usize)> = self
+                .graph
+                .inputs(o)
+                .into_iter()
+                .filter_map(|(p, t)| new_id[p.0].map(|q| (q, t)))
+                .collect();
+            let id = b.try_add(self.graph.op(o).clone(), &inputs)?;
+            new_id[o.0] = Some(id);
+            kept.push(o);
+        }
+        Ok((b.finish(), kept))
+    }
+}
+
+/// Union-find root.
+fn root(parent: &mut [usize], mut i: usize) -> usize {
+    while parent[i] != i {
+        parent[i] = parent[parent[i]];
+        i = parent[i];
+    }
+    i
+}
+
+/// Builds the union graph of `graph` and `candidates`, each rewritten with `chunk` (see the
+/// module docs). Errors: those of [`rewrite`] for a candidate; [`DecompError::CheckFailed`]
+/// when a rewrite lacks the join a consumer outside its context needs (a bug).
+pub fn union(
+    graph: &Graph,
+    candidates: &[Candidate],
+    chunk: &dyn Fn(&Context, &Op, u32) -> Op,
+) -> Result<Union, DecompError> {
+    // Regions: candidates connected by shared ops.
+    let k = candidates.len();
+    let mut parent: Vec<usize> = (0..k).collect();
+    let mut owner: BTreeMap<OpId, usize> = BTreeMap::new();
+    for (i, c) in candidates.iter().enumerate() {
+        for &o in &c.context.ops {
+            match owner.get(&o) {
+                Some(&j) => {
+                    let (a, b) = (root(&mut parent, i), root(&mut parent, j));
+                    parent[a] = b;
+                }
+                None => {
+                    owner.insert(o, i);
+                }
+            }
+        }
+    }
+    let mut region_of_root: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut region_cands: Vec<Vec<usize>> = Vec::new();
+    for i in 0..k {
+        let r = root(&mut parent, i);
+        let next = region_cands.len();
+        let idx = *region_of_root.entry(r).or_insert(next);
+        if idx == region_cands.len() {
+            region_cands.push(Vec::new());
+        }
+        region_cands[idx].push(i);
+    }
+    let mut region_of = vec![None; graph.len()];
+    let mut region_ops: Vec<Vec<OpId>> = Vec::new();
+    for (r, cands) in region_cands.iter().enumerate() {
+        let ops: BTreeSet<OpId> = cands
+            .iter()
+            .flat_map(|&i| candidates[i].context.ops.iter().copied())
+            .collect();
+        for &o in &ops {
+            region_of[o.0] = Some(r);
+        }
+        region_ops.push(ops.into_iter().collect());
+    }
+    // Each candidate's rewrite, and its mode number in its region.
+    let mut rewritten: Vec<Rewritten> = Vec::with_capacity(k);
+    let mut mode_of = vec![0usize; k];
+    let mut region_of_cand = vec![0usize; k];
+    for (r, cands) in region_cands.iter().enumerate() {
+        for (m, &i) in cands.iter().enumerate() {
+            mode_of[i] = m + 1;
+            region_of_cand[i] = r;
+        }
+    }
+    for c in candidates {
+        let f = |op: &Op, i: u32| chunk(&c.context, op, i);
+        rewritten.push(rewrite(graph, &c.context, &f)?);
+    }
+    // Union ops, sorted by (original position, mode, position in the rewrite).
+    struct Entry {
+        key: (usize, usize, usize),
+        op: Op,
+        member: Option<(usize, usize)>,
+        origin: Origin,
+        source: Option<(usize, OpId)>,
+    }
+    let mut entries: Vec<Entry> = Vec::new();
+    for o in graph.ids() {
+        entries.push(Entry {
+            key: (o.0, 0, 0),
+            op: graph.op(o).clone(),
+            member: region_of[o.0].map(|r| (r, 0)),
+            origin: Origin::Copy(o),
+            source: None,
+        });
+    }
+    for (i, rw) in rewritten.iter().enumerate() {
+        let r = region_of_cand[i];
+        for x in rw.graph.ids() {
+            let w = rw.origin[x.0].op();
+            if region_of[w.0] != Some(r) {
+                continue;
+            }
+            let mut op = rw.graph.op(x).clone();
+            op.name = format!("{}@{}", op.name, i + 1);
+            entries.push(Entry {
+                key: (w.0, i + 1, x.0),
+                op,
+                member: Some((r, mode_of[i])),
+                origin: rw.origin[x.0],
+                source: Some((i, x)),
+            });
+        }
+    }
+    entries.sort_by_key(|e| e.key);
+    let mut original_id = vec![OpId(0); graph.len()];
+    let mut cand_id: Vec<BTreeMap<OpId, OpId>> = vec![BTreeMap::new(); k];
+    for (u, e) in entries.iter().enumerate() {
+        match e.source {
+            None => original_id[e.key.0] = OpId(u),
+            Some((i, x)) => {
+                cand_id[i].insert(x, OpId(u));
+            }
+        }
+    }
+    // Instances of an original op in every mode of its region: as a producer (the op, its
+    // copy or its join) and as a consumer (the op, its copy or every chunk).
+    let instances = |w: OpId, producer: bool| -> Result<Vec<OpId>, DecompError> {
+        let mut v = vec![original_id[w.0]];
+        let Some(r) = region_of[w.0] else {
+            return Ok(v);
+        };
+        for &i in &region_cands[r] {
+            let rw = &rewritten[i];
+            let mine: Vec<OpId> = rw
+                .graph
+                .ids()
+                .filter(|x| rw.origin[x.0].op() == w)
+                .collect();
+            let pick: Vec<OpId> = mine
+                .into_iter()
+                .filter(|x| match rw.origin[x.0] {
+                    Origin::Copy(_) => true,
+                    Origin::Join(_) => producer,
+                    Origin::Chunk { .. } => !producer,
+                    #[allow(unreachable_patterns)]
+                    _ => false,
+                })
+                .collect();
+            if pick.is_empty() {
+                return Err(DecompError::CheckFailed {
+                    reason: format!(
+                        "candidate `{}` has no {} instance of `{}`",
+                        candidates[i].label,
+                        if producer { "producer" } else { "consumer" },
+                        graph.op(w).name
+                    ),
+                });
+            }
+            v.extend(pick.into_iter().map(|x| cand_id[i][&x]));
+        }
+        Ok(v)
+    };
+    let mut edges: BTreeSet<(OpId, OpId, usize)> = BTreeSet::new();
+    for c in graph.ids() {
+        for (p, t) in graph.inputs(c) {
+            if region_of[p.0].is_some() && region_of[p.0] == region_of[c.0] {
+                edges.insert((original_id[p.0], original_id[c.0], t));
+                continue;
+            }
+            for &u in &instances(p, true)? {
+                for &v in &instances(c, false)? {
+                    edges.insert((u, v, t));
+                }
+            }
+        }
+    }
+    for (i, rw) in rewritten.iter().enumerate() {
+        let r = region_of_cand[i];
+        for y in rw.graph.ids() {
+            if region_of[rw.origin[y.0].op().0] != Some(r) {
+                continue;
+            }
+            for (x, t) in rw.graph.inputs(y) {
+                if region_of[rw.origin[x.0].op().0] == Some(r) {
+                    edges.insert((cand_id[i][&x], cand_id[i][&y], t));
+                }
+            }
+        }
+    }
+    let mut inputs: Vec<Vec<(OpId, usize)>> = vec![Vec::new(); entries.len()];
+    for &(u, v, t) in &edges {
+        inputs[v.0].push((u, t));
+    }
+    let mut b = GraphBuilder::new(format!("{}+joint", graph.name()));
+    let mut membership = Vec::with_capacity(entries.len());
+    let mut origin = Vec::with_capacity(entries.len());
+    for (u, e) in entries.into_iter().enumerate() {
+        if inputs[u].iter().any(|(p, _)| p.0 >= u) {
+            return Err(DecompError::CheckFailed {
+                reason: format!("the union op `{}` reads a later op", e.op.name),
+            });
+        }
+        b.try_add(e.op, &inputs[u])?;
+        membership.push(e.member);
+        origin.push(e.origin);
+    }
+    let graph_u = b.finish();
+    let mut regions: Vec<UnionRegion> = region_cands
+        .iter()
+        .enumerate()
+        .map(|(r, cands)| UnionRegion {
+            name: graph
+                .op(candidates[cands[0]].context.collective)
+                .name
+                .clone(),
+            ops: region_ops[r].clone(),
+            modes: vec![Vec::new(); cands.len() + 1],
+            candidates: std::iter::once(None)
+                .chain(cands.iter().map(|&i| Some(i)))
+                .collect(),
+        })
+        .collect();
+    for (u, m) in membership.iter().enumerate() {
+        if let Some((r, mode)) = *m {
+            regions[r].modes[mode].push(OpId(u));
+        }
+    }
+    Ok(Union {
+        graph: graph_u,
+        regions,
+        membership,
+        origin,
+    })
+}
