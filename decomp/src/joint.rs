@@ -345,3 +345,143 @@ pub fn union(
         origin,
     })
 }
+
+/// Options of [`solve_joint`].
+#[derive(Clone, Debug)]
+pub struct JointSolveConfig {
+    /// The windows of the joint solve.
+    pub windows: concerto_rcpsp::joint::JointConfig,
+    /// Time limit of the joint windows (all of them).
+    pub time_limit: std::time::Duration,
+}
+
+/// What [`solve_joint`] found.
+#[derive(Clone, Debug)]
+pub struct JointSolved {
+    /// The union graph.
+    pub union: Union,
+    /// The mode chosen in each region (0: not split).
+    pub modes: Vec<usize>,
+    /// The graph of that choice (passed the union's construction, equal to applying the
+    /// chosen rewrites one after the other).
+    pub graph: Graph,
+    /// The starting mode choice (the sequential one).
+    pub start_modes: Vec<usize>,
+    /// The windows' report (contention-free makespans of the lowered problem).
+    pub report: concerto_rcpsp::joint::JointReport,
+    /// Concerto's schedule of the chosen graph, started from the joint solution's plan.
+    pub optimized: concerto_graph::optimize::Optimized,
+    /// Candidates applied: (region name, candidate label).
+    pub chosen: Vec<(String, String)>,
+}
+
+/// Joint decomposition and scheduling of `graph` (see the module docs): the union of
+/// `candidates` lowered to a modal RCPSP, started from the sequential choice `start` (one
+/// candidate index or none per candidate list, as a set of candidate indices) scheduled by
+/// `optimize`, improved window by window with `solver` deciding each region's mode with the
+/// order around it, then scheduled again by `optimize` from the joint plan (a hint), so the
+/// result is never behind the joint solution's own plan.
+///
+/// Cost: building the union; one `optimize` run on the starting graph and one on the result;
+/// the windows within `config.time_limit`.
+#[allow(clippy::too_many_arguments)]
+pub fn solve_joint(
+    graph: &Graph,
+    hardware: &concerto_graph::Hardware,
+    candidates: &[Candidate],
+    chunk: &dyn Fn(&Context, &Op, u32) -> Op,
+    start: &[usize],
+    solver: &dyn concerto_rcpsp::ModalSolver,
+    optimize: &dyn Fn(
+        &Graph,
+        Vec<concerto_graph::StreamPlan>,
+    ) -> Result<concerto_graph::optimize::Optimized, DecompError>,
+    config: &JointSolveConfig,
+) -> Result<JointSolved, DecompError> {
+    use concerto_graph::lower::{lower, schedule_of};
+    use concerto_rcpsp::{ActivityId, ModalProblem, ModalSolution, Region};
+    let u = union(graph, candidates, chunk)?;
+    // The starting modes: each chosen candidate's mode in its region.
+    let mut start_modes = vec![0usize; u.regions.len()];
+    for &c in start {
+        for (r, region) in u.regions.iter().enumerate() {
+            if let Some(m) = region.candidates.iter().position(|&x| x == Some(c)) {
+                start_modes[r] = m;
+            }
+        }
+    }
+    let durations = hardware.durations(&u.graph);
+    let lowered = lower(&u.graph, &durations)?;
+    let regions: Vec<Region> = u
+        .regions
+        .iter()
+        .map(|r| Region {
+            name: r.name.clone(),
+            modes: r
+                .modes
+                .iter()
+                .map(|m| m.iter().map(|o| ActivityId(o.0)).collect())
+                .collect(),
+        })
+        .collect();
+    let modal = ModalProblem::new(lowered.problem, regions).map_err(|e| {
+        DecompError::CheckFailed {
+            reason: format!("the union's modal problem: {e}"),
+        }
+    })?;
+    // The start: the sequential choice, scheduled by the pipeline. Its simulated timeline is
+    // a valid contention-free schedule (contention only delays).
+    let (g0, kept0) = u.graph_of(&start_modes)?;
+    let first = optimize(&g0, Vec::new())?;
+    let s0 = schedule_of(&first.concerto().timeline);
+    let mut starts = vec![0; u.graph.len()];
+    for (i, o) in kept0.iter().enumerate() {
+        starts[o.0] = s0.start(ActivityId(i));
+    }
+    let start_solution = ModalSolution {
+        modes: start_modes.clone(),
+        starts,
+    };
+    let limits = concerto_rcpsp::Limits {
+        time_limit: Some(config.time_limit),
+        ..concerto_rcpsp::Limits::default()
+    };
+    let report = concerto_rcpsp::joint::improve(
+        &modal,
+        &start_solution,
+        solver,
+        &config.windows,
+        &limits,
+    )
+    .map_err(|e| DecompError::InvalidContext {
+        reason: format!("the joint windows: {e}"),
+    })?;
+    let modes = report.solution.modes.clone();
+    let (g1, kept1) = u.graph_of(&modes)?;
+    let starts1: Vec<u64> = kept1
+        .iter()
+        .map(|o| report.solution.starts[o.0].max(0) as u64)
+        .collect();
+    let hint = concerto_graph::StreamPlan::from_starts(&g1, &starts1)?;
+    let mut hints = vec![hint];
+    if modes == start_modes {
+        hints.push(first.concerto().plan.clone());
+    }
+    let optimized = optimize(&g1, hints)?;
+    let chosen = modes
+        .iter()
+        .enumerate()
+        .filter_map(|(r, &m)| {
+            u.regions[r].candidates[m].map(|c| (u.regions[r].name.clone(), candidates[c].label.clone()))
+        })
+        .collect();
+    Ok(JointSolved {
+        modes,
+        graph: g1,
+        start_modes,
+        report,
+        optimized,
+        chosen,
+        union: u,
+    })
+}

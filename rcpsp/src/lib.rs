@@ -43,6 +43,7 @@ pub mod bounds;
 mod check;
 pub mod generate;
 pub mod io;
+pub mod joint;
 pub mod modal;
 mod justify;
 pub mod oddeven;

@@ -1,0 +1,501 @@
+//! Joint solving in windows: each region's mode decided together with the order around it,
+//! by an exact [`ModalSolver`], from a starting solution that is never made worse.
+//!
+//! The odd-even driver ([`crate::oddeven`]) makes exact scheduling scale by solving windows
+//! of the current order while everything else stays fixed. [`improve`] does the same for a
+//! [`ModalProblem`], with one window per region:
+//!
+//! - **Window.** The region's present activities, the `neighbours` present activities before
+//!   and after them in the current order (by start), and every activity of the region's other
+//!   modes. Its time span `[t0, t1]` is the current one of its present activities.
+//! - **Sub-problem.** A modal problem with that one region (its modes unchanged; the window's
+//!   other activities mandatory). Outside present activities stay where they are: a
+//!   predecessor outside gives a release date, a successor outside a deadline, and every one
+//!   that runs during the span is pinned, clipped to the span, so the capacity it takes is
+//!   taken. Every window activity finishes by `t1`; the objective is the window's makespan.
+//! - **Coarse time.** Times are measured from `t0` in units of `q = ceil((t1 - t0) /`
+//!   [`JointConfig::resolution`]`)` and floored, so the floored current solution is feasible
+//!   and is the solve's starting solution (as in the odd-even driver); the answer is used for
+//!   its modes and its order only.
+//! - **Decode.** The new mode choice's reduced problem is decoded by the serial SGS from the
+//!   order "window activities by their new start, the others by their current start" (made
+//!   topological by Kahn's algorithm), which gives exact, feasible times. The result replaces
+//!   the current solution only when its makespan is shorter, or equal with a smaller sum of
+//!   finish times (a left shift that later windows can use).
+//!
+//! Rounds visit the regions in order of their current start until a round changes nothing,
+//! `rounds` is reached or the time limit runs out. Every solution kept passes
+//! [`check_modal`]. Cost per window: one exact modal solve (bounded by
+//! [`JointConfig::window_time_limit`]) plus O((n + m) log n) to decode.
+
+use std::collections::{BTreeMap, BinaryHeap};
+use std::cmp::Reverse;
+use std::time::{Duration, Instant};
+
+use crate::modal::{
+    check_modal, Membership, ModalProblem, ModalSolution, ModalSolver, Region,
+};
+use crate::problem::{ActivityId, ProblemBuilder, Time};
+use crate::sgs::{ActivityList, Decoder};
+use crate::solver::{Limits, SolveError};
+
+/// Options of [`improve`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct JointConfig {
+    /// Present activities added on each side of a region's.
+    pub neighbours: usize,
+    /// Time limit of each window's solve.
+    pub window_time_limit: Duration,
+    /// Rounds over all regions, at most.
+    pub rounds: usize,
+    /// Time units across a window (see the module docs).
+    pub resolution: Time,
+}
+
+impl Default for JointConfig {
+    fn default() -> Self {
+        Self {
+            neighbours: 12,
+            window_time_limit: Duration::from_millis(500),
+            rounds: 3,
+            resolution: 1_000,
+        }
+    }
+}
+
+/// What [`improve`] did.
+#[derive(Clone, Debug)]
+pub struct JointReport {
+    /// The best solution (the start when nothing improved it); it passed [`check_modal`].
+    pub solution: ModalSolution,
+    /// Its makespan.
+    pub makespan: Time,
+    /// The starting solution's makespan.
+    pub start_makespan: Time,
+    /// Windows solved.
+    pub windows: usize,
+    /// Windows whose answer was kept.
+    pub improved: usize,
+    /// Windows whose answer changed a region's mode.
+    pub mode_changes: usize,
+    /// Wall time.
+    pub elapsed: Duration,
+}
+
+fn backend(message: String) -> SolveError {
+    SolveError::Backend {
+        solver: "joint".into(),
+        message,
+    }
+}
+
+/// Improves `start` window by window with `solver` (see the module docs). `start` must pass
+/// [`check_modal`]. `limits.time_limit` bounds the whole run.
+pub fn improve(
+    problem: &ModalProblem,
+    start: &ModalSolution,
+    solver: &dyn ModalSolver,
+    config: &JointConfig,
+    limits: &Limits,
+) -> Result<JointReport, SolveError> {
+    let began = Instant::now();
+    if limits.time_limit.is_some_and(|t| t.is_zero()) {
+        return Err(SolveError::ZeroTimeLimit);
+    }
+    let start_makespan = check_modal(problem, start)
+        .map_err(|e| backend(format!("the starting solution is invalid: {e}")))?;
+    let mut current = start.clone();
+    let mut makespan = start_makespan;
+    let (mut windows, mut improved, mut mode_changes) = (0, 0, 0);
+    let out_of_time = |began: Instant| {
+        limits
+            .time_limit
+            .is_some_and(|t| began.elapsed() >= t)
+            || limits.cancel.as_ref().is_some_and(|c| c.is_cancelled())
+    };
+    'rounds: for _ in 0..config.rounds {
+        let mut changed = false;
+        for r in region_order(problem, &current) {
+            if out_of_time(began) {
+                break 'rounds;
+            }
+            let left = limits
+                .time_limit
+                .map(|t| t.saturating_sub(began.elapsed()));
+            let window_limit = left.map_or(config.window_time_limit, |l| {
+                l.min(config.window_time_limit)
+            });
+            if window_limit.is_zero() {
+                break 'rounds;
+            }
+            windows += 1;
+            let Some(candidate) =
+                solve_window(problem, &current, r, solver, config, limits, window_limit)?
+            else {
+                continue;
+            };
+            let m = check_modal(problem, &candidate)
+                .map_err(|e| backend(format!("a decoded window solution is invalid: {e}")))?;
+            let finishes = |s: &ModalSolution| -> i128 {
+                problem
+                    .problem()
+                    .ids()
+                    .filter(|&a| problem.present(a, &s.modes))
+                    .map(|a| i128::from(s.starts[a.index()] + problem.problem().duration(a)))
+                    .sum()
+            };
+            if m < makespan || (m == makespan && finishes(&candidate) < finishes(&current)) {
+                if candidate.modes != current.modes {
+                    mode_changes += 1;
+                }
+                current = candidate;
+                makespan = m;
+                improved += 1;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    Ok(JointReport {
+        solution: current,
+        makespan,
+        start_makespan,
+        windows,
+        improved,
+        mode_changes,
+        elapsed: began.elapsed(),
+    })
+}
+
+/// Regions by the current start of their present activities.
+fn region_order(problem: &ModalProblem, s: &ModalSolution) -> Vec<usize> {
+    let mut v: Vec<(Time, usize)> = problem
+        .regions()
+        .iter()
+        .enumerate()
+        .map(|(r, region)| {
+            let t = region.modes[s.modes[r]]
+                .iter()
+                .map(|a| s.starts[a.index()])
+                .min()
+                .unwrap_or(0);
+            (t, r)
+        })
+        .collect();
+    v.sort_unstable();
+    v.into_iter().map(|(_, r)| r).collect()
+}
+
+/// Solves region `r`'s window and decodes the answer; `None` when the solve found nothing.
+#[allow(clippy::too_many_arguments)]
+fn solve_window(
+    problem: &ModalProblem,
+    current: &ModalSolution,
+    r: usize,
+    solver: &dyn ModalSolver,
+    config: &JointConfig,
+    limits: &Limits,
+    time_limit: Duration,
+) -> Result<Option<ModalSolution>, SolveError> {
+    let p = problem.problem();
+    let present = |a: ActivityId| problem.present(a, &current.modes);
+    let finish = |a: ActivityId| current.starts[a.index()] + p.duration(a);
+    // The current order of present activities.
+    let mut order: Vec<ActivityId> = p.ids().filter(|&a| present(a)).collect();
+    order.sort_by_key(|&a| (current.starts[a.index()], a.0));
+    let position: BTreeMap<ActivityId, usize> =
+        order.iter().enumerate().map(|(i, &a)| (a, i)).collect();
+    let region = &problem.regions()[r];
+    let mine = &region.modes[current.modes[r]];
+    let (lo, hi) = if mine.is_empty() {
+        // An empty mode: the window is its neighbours' around the region's other modes'
+        // earliest positions; use the order's middle by the other modes' predecessors.
+        let anchor = region
+            .modes
+            .iter()
+            .flatten()
+            .flat_map(|&a| p.predecessors(a).iter().map(|arc| arc.activity))
+            .filter_map(|q| position.get(&q).copied())
+            .max()
+            .unwrap_or(0);
+        (anchor, anchor)
+    } else {
+        let ps: Vec<usize> = mine.iter().map(|a| position[a]).collect();
+        (
+            *ps.iter().min().expect("non-empty"),
+            *ps.iter().max().expect("non-empty"),
+        )
+    };
+    let from = lo.saturating_sub(config.neighbours);
+    let to = (hi + config.neighbours + 1).min(order.len());
+    let mut in_window = vec![false; p.len()];
+    for &a in &order[from..to] {
+        in_window[a.index()] = true;
+    }
+    for &a in region.modes.iter().flatten() {
+        in_window[a.index()] = true;
+    }
+    // Never take activities of other regions' absent modes.
+    let window: Vec<ActivityId> = p
+        .ids()
+        .filter(|&a| in_window[a.index()])
+        .filter(|&a| {
+            matches!(problem.membership(a), Membership::Mandatory)
+                || matches!(problem.membership(a), Membership::Mode { region, .. } if region == r)
+                || present(a)
+        })
+        .collect();
+    let spanned: Vec<ActivityId> = window.iter().copied().filter(|&a| present(a)).collect();
+    if spanned.is_empty() {
+        return Ok(None);
+    }
+    let t0 = spanned.iter().map(|a| current.starts[a.index()]).min().expect("non-empty");
+    let t1 = spanned.iter().map(|&a| finish(a)).max().expect("non-empty");
+    let q = ((t1 - t0).max(1) + config.resolution - 1) / config.resolution.max(1);
+    let q = q.max(1);
+    let coarse = |t: Time| (t - t0).max(0) / q;
+    let horizon = coarse(t1);
+    // Sub-problem: window activities, then pinned outside activities clipped to the span.
+    let mut b = ProblemBuilder::new();
+    let resources: Vec<_> = p
+        .resources()
+        .iter()
+        .map(|res| b.resource(res.name.clone(), res.capacity))
+        .collect();
+    let mut sub_of = vec![None; p.len()];
+    let mut back: Vec<ActivityId> = Vec::new();
+    for &a in &window {
+        let act = p.activity(a);
+        let id = b.activity(act.name.clone(), act.duration / q);
+        for (k, &amount) in act.demands.iter().enumerate() {
+            if amount > 0 {
+                b.demand(id, resources[k], amount);
+            }
+        }
+        // Releases from present predecessors outside, deadlines from present successors
+        // outside, and the span's end.
+        let mut release = coarse(act.release.max(t0));
+        for arc in p.predecessors(a) {
+            let o = arc.activity;
+            if !in_window[o.index()] && present(o) {
+                release = release.max(coarse(finish(o) + arc.lag));
+            }
+        }
+        let mut deadline = horizon;
+        for arc in p.successors(a) {
+            let o = arc.activity;
+            if !in_window[o.index()] && present(o) {
+                deadline = deadline.min(coarse(current.starts[o.index()] - arc.lag));
+            }
+        }
+        if let Some(d) = act.deadline {
+            deadline = deadline.min(coarse(d));
+        }
+        let release = release.min(deadline - act.duration / q).max(0);
+        if release > 0 {
+            b.release(id, release);
+        }
+        b.deadline(id, deadline.max(release + act.duration / q));
+        sub_of[a.index()] = Some(id);
+        back.push(a);
+    }
+    for &a in &order {
+        if in_window[a.index()] || finish(a) <= t0 || current.starts[a.index()] >= t1 {
+            continue;
+        }
+        let act = p.activity(a);
+        if act.demands.iter().all(|&d| d == 0) {
+            continue;
+        }
+        let s = coarse(current.starts[a.index()].max(t0));
+        let e = coarse(finish(a).min(t1));
+        if e <= s {
+            continue;
+        }
+        let id = b.activity(format!("{}#pinned", act.name), e - s);
+        for (k, &amount) in act.demands.iter().enumerate() {
+            if amount > 0 {
+                b.demand(id, resources[k], amount);
+            }
+        }
+        if s > 0 {
+            b.release(id, s);
+        }
+        b.deadline(id, e);
+    }
+    for pr in p.precedences() {
+        if let (Some(f), Some(t)) = (sub_of[pr.from.index()], sub_of[pr.to.index()]) {
+            b.precedence_with_lag(f, t, pr.lag / q);
+        }
+    }
+    let sub = b
+        .build()
+        .map_err(|e| backend(format!("a window sub-problem: {e}")))?;
+    let sub_len = sub.len();
+    let sub_region = Region {
+        name: region.name.clone(),
+        modes: region
+            .modes
+            .iter()
+            .map(|m| m.iter().filter_map(|a| sub_of[a.index()]).collect())
+            .collect(),
+    };
+    let modal = ModalProblem::new(sub, vec![sub_region])
+        .map_err(|e| backend(format!("a window sub-problem: {e}")))?;
+    // The floored current solution starts the solve.
+    let mut starts: Vec<Time> = vec![0; sub_len];
+    for (i, &a) in back.iter().enumerate() {
+        starts[i] = if present(a) {
+            coarse(current.starts[a.index()])
+        } else {
+            0
+        };
+    }
+    for (i, act) in modal.problem().activities().iter().enumerate().skip(back.len()) {
+        starts[i] = act.release;
+    }
+    let initial = ModalSolution {
+        modes: vec![current.modes[r]],
+        starts,
+    };
+    if check_modal(&modal, &initial).is_err() {
+        // Flooring broke a tight spot (lags): skip this window rather than start infeasible.
+        return Ok(None);
+    }
+    let sub_limits = Limits {
+        time_limit: Some(time_limit),
+        ..limits.helper(Some(time_limit))
+    };
+    let outcome = solver.solve_modal(&modal, &sub_limits, Some(&initial))?;
+    let Some(found) = outcome.solution else {
+        return Ok(None);
+    };
+    // Decode: new modes, order by new (window) or current (outside) start.
+    let mut modes = current.modes.clone();
+    modes[r] = found.modes[0];
+    let key = |a: ActivityId| -> Time {
+        match sub_of[a.index()] {
+            Some(i) => t0 + found.starts[i.index()] * q,
+            None => current.starts[a.index()],
+        }
+    };
+    let reduced = problem
+        .reduce(&modes)
+        .map_err(|e| backend(e.to_string()))?;
+    let rp = &reduced.problem;
+    let mut indegree: Vec<usize> = rp.ids().map(|a| rp.predecessors(a).len()).collect();
+    let mut ready: BinaryHeap<Reverse<(Time, usize)>> = rp
+        .ids()
+        .filter(|a| indegree[a.index()] == 0)
+        .map(|a| Reverse((key(reduced.activities[a.index()]), a.0)))
+        .collect();
+    let mut list = Vec::with_capacity(rp.len());
+    while let Some(Reverse((_, i))) = ready.pop() {
+        list.push(ActivityId(i));
+        for arc in rp.successors(ActivityId(i)) {
+            let j = arc.activity.index();
+            indegree[j] -= 1;
+            if indegree[j] == 0 {
+                ready.push(Reverse((key(reduced.activities[j]), j)));
+            }
+        }
+    }
+    let list = ActivityList::new(rp, list).map_err(|e| backend(e.to_string()))?;
+    let mut decoder = Decoder::new(rp);
+    decoder.decode(&list);
+    let starts = reduced.expand(&decoder.schedule(), problem.problem().len());
+    Ok(Some(ModalSolution { modes, starts }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modal::{brute_force, ModalOutcome};
+    use crate::registry::Registry;
+
+    /// Brute force over the modes with the `sgs` heuristic: enough for these tiny windows.
+    struct Brute;
+
+    impl ModalSolver for Brute {
+        fn name(&self) -> &str {
+            "brute"
+        }
+
+        fn solve_modal(
+            &self,
+            problem: &ModalProblem,
+            limits: &Limits,
+            _initial: Option<&ModalSolution>,
+        ) -> Result<ModalOutcome, SolveError> {
+            let sgs = Registry::with_builtin().get("sgs").expect("built in");
+            brute_force(problem, sgs.as_ref(), limits)
+        }
+    }
+
+    /// Mandatory `x` (compute 6); regions `a` and `b`, each either compute 6 (mode 0) or a
+    /// transfer of 9 on the one comm channel (mode 1). Alone, each mode 1 saves 6 (18 -> 12);
+    /// together they queue on the channel (18). A selection by additive gains takes both.
+    fn interaction() -> ModalProblem {
+        let mut b = ProblemBuilder::new();
+        let compute = b.resource("compute", 1);
+        let comm = b.resource("comm", 1);
+        let x = b.activity("x", 6);
+        b.demand(x, compute, 1);
+        let mut regions = Vec::new();
+        for name in ["a", "b"] {
+            let c = b.activity(format!("{name}.compute"), 6);
+            b.demand(c, compute, 1);
+            let t = b.activity(format!("{name}.comm"), 9);
+            b.demand(t, comm, 1);
+            regions.push(Region {
+                name: name.into(),
+                modes: vec![vec![c], vec![t]],
+            });
+        }
+        ModalProblem::new(b.build().unwrap(), regions).unwrap()
+    }
+
+    #[test]
+    fn windows_undo_a_choice_whose_parts_only_help_alone() {
+        let m = interaction();
+        let both = ModalSolution {
+            modes: vec![1, 1],
+            starts: vec![0, 0, 0, 0, 9],
+        };
+        assert_eq!(check_modal(&m, &both), Ok(18));
+        let limits = Limits::with_time_limit(Duration::from_secs(10));
+        let r = improve(&m, &both, &Brute, &JointConfig::default(), &limits).unwrap();
+        assert_eq!(r.start_makespan, 18);
+        assert_eq!(r.makespan, 12, "{:?}", r.solution);
+        assert_eq!(check_modal(&m, &r.solution), Ok(12));
+        assert_eq!(r.solution.modes.iter().filter(|&&k| k == 1).count(), 1);
+        assert!(r.mode_changes >= 1 && r.improved >= 1);
+        // The exact optimum over all modes is 12 too.
+        let sgs = Registry::with_builtin().get("sgs").unwrap();
+        let best = brute_force(&m, sgs.as_ref(), &limits).unwrap();
+        assert_eq!(best.makespan, Some(12));
+    }
+
+    #[test]
+    fn a_start_that_is_already_best_is_kept_and_bad_starts_are_errors() {
+        let m = interaction();
+        let one = ModalSolution {
+            modes: vec![1, 0],
+            starts: vec![0, 0, 0, 6, 0],
+        };
+        assert_eq!(check_modal(&m, &one), Ok(12));
+        let limits = Limits::with_time_limit(Duration::from_secs(10));
+        let r = improve(&m, &one, &Brute, &JointConfig::default(), &limits).unwrap();
+        assert_eq!(r.makespan, 12);
+        let bad = ModalSolution {
+            modes: vec![0, 0],
+            starts: vec![0, 0, 0, 0, 0],
+        };
+        let e = improve(&m, &bad, &Brute, &JointConfig::default(), &limits).unwrap_err();
+        assert!(e.to_string().contains("starting solution is invalid"), "{e}");
+        let zero = Limits::with_time_limit(Duration::ZERO);
+        assert!(improve(&m, &one, &Brute, &JointConfig::default(), &zero).is_err());
+    }
+}
