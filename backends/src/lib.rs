@@ -17,8 +17,10 @@
 pub mod milp;
 #[cfg(feature = "pumpkin")]
 pub mod pumpkin;
+#[cfg(feature = "pumpkin")]
+pub mod pumpkin_modal;
 
-use concerto_rcpsp::Registry;
+use concerto_rcpsp::{Registry, RegistryError};
 
 /// The crate that owns the backend features, named in "rebuild with feature ..." errors.
 pub const CRATE: &str = "concerto-backends";
@@ -60,4 +62,52 @@ pub fn registry() -> Registry {
     #[cfg(not(feature = "cbc"))]
     r.register_missing("cbc", describe_cbc, CRATE, "cbc");
     r
+}
+
+/// The modal solver (modes and start times together, [`concerto_rcpsp::ModalSolver`])
+/// registered under `name`: `pumpkin` (presence literals, see `pumpkin_modal`) or a MILP
+/// backend (`microlp`, `highs`, `cbc`: mode binaries, see `milp::modal`). A backend this build
+/// lacks is [`RegistryError::NotCompiled`] naming its feature; a solver without a modal
+/// encoding (the `sgs` heuristic) or an unknown name is [`RegistryError::Unknown`] listing the
+/// modal solvers.
+pub fn modal_solver(name: &str) -> Result<Box<dyn concerto_rcpsp::ModalSolver>, RegistryError> {
+    #[cfg_attr(
+        all(
+            feature = "pumpkin",
+            feature = "microlp",
+            feature = "highs",
+            feature = "cbc"
+        ),
+        allow(unused_variables, reason = "every backend is compiled in")
+    )]
+    let missing = |feature: &str| RegistryError::NotCompiled {
+        name: name.to_string(),
+        feature: feature.to_string(),
+        crate_name: CRATE.to_string(),
+    };
+    match name {
+        #[cfg(feature = "pumpkin")]
+        "pumpkin" => Ok(Box::new(pumpkin_modal::PumpkinModal::default())),
+        #[cfg(not(feature = "pumpkin"))]
+        "pumpkin" => Err(missing("pumpkin")),
+        #[cfg(feature = "microlp")]
+        "microlp" => Ok(Box::new(milp::MilpModal::new(milp::Backend::Microlp))),
+        #[cfg(not(feature = "microlp"))]
+        "microlp" => Err(missing("microlp")),
+        #[cfg(feature = "highs")]
+        "highs" => Ok(Box::new(milp::MilpModal::new(milp::Backend::Highs))),
+        #[cfg(not(feature = "highs"))]
+        "highs" => Err(missing("highs")),
+        #[cfg(feature = "cbc")]
+        "cbc" => Ok(Box::new(milp::MilpModal::new(milp::Backend::Cbc))),
+        #[cfg(not(feature = "cbc"))]
+        "cbc" => Err(missing("cbc")),
+        _ => Err(RegistryError::Unknown {
+            name: format!("{name} (as a modal solver for joint mode)"),
+            known: ["pumpkin", "microlp", "highs", "cbc"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect(),
+        }),
+    }
 }

@@ -141,6 +141,18 @@ struct Row {
     /// Selection plus scheduling of the rewritten graph.
     #[serde(skip_serializing_if = "Option::is_none")]
     ad_time_s: Option<f64>,
+    /// `--decompose joint`: modes and order decided together, never above S+AD.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    joint_ns: Option<u64>,
+    /// The candidates the joint solve applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    joint_decompositions: Option<Vec<String>>,
+    /// Wall time of the joint step (candidates, union, windows, final schedule).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    joint_time_s: Option<f64>,
+    /// Why S+AD was kept, when the joint plan simulated longer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    joint_note: Option<String>,
     /// S+F: concerto on the fused graph, never above `optimized_ns` (S is kept when the fused
     /// graph schedules longer). With `--fuse on` only, like the fields below.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -193,6 +205,14 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
                     .map_err(|e| e.context(format!("{}: decomposing", c.name)))?,
             )
         };
+        let joint = match (&ad, args.opts.decompose) {
+            (Some(a), Decompose::Joint) => Some(
+                args.opts
+                    .joint(&graph, &a.decompositions, a.decomposed_ns)
+                    .map_err(|e| e.context(format!("{}: joint", c.name)))?,
+            ),
+            _ => None,
+        };
         let ad_note = ad.as_ref().and_then(|a| a.rejected).map(|(ns, k)| {
             format!(
                 "not applied: {k} decomposition(s) scheduled to {:.3} ms > S {:.3} ms",
@@ -226,6 +246,10 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
             ad_time_s: ad.as_ref().map(|a| a.time.as_secs_f64()),
             decompositions: ad.map(|a| a.decompositions),
             ad_note,
+            joint_ns: joint.as_ref().map(|j| j.joint_ns),
+            joint_decompositions: joint.as_ref().map(|j| j.chosen.clone()),
+            joint_time_s: joint.as_ref().map(|j| j.time.as_secs_f64()),
+            joint_note: joint.and_then(|j| j.note),
             fused_ns,
             fuse_gain_pct: fused_ns.map(|f| (1.0 - f as f64 / opt as f64) * 100.0),
             collective_calls: fusing.then(|| {
@@ -279,6 +303,10 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
         if decomposing {
             header.extend(["S+AD_ms", "AD_gain", "decomps", "AD_s"]);
         }
+        let joint = args.opts.decompose == Decompose::Joint;
+        if joint {
+            header.extend(["joint_ms", "joint_gain", "joint_s"]);
+        }
         let fusing = args.opts.fuse != Fuse::Off;
         if fusing {
             header.extend(["S+F_ms", "F_gain", "calls", "F_s"]);
@@ -312,6 +340,18 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
                     r.ad_time_s.map_or("-".into(), |s| format!("{s:.1}")),
                 ]);
             }
+            if joint {
+                cells.extend([
+                    r.joint_ns.map_or("-".into(), ms),
+                    match (r.joint_ns, r.decomposed_ns) {
+                        (Some(j), Some(d)) => {
+                            format!("{:.2}%", (1.0 - j as f64 / d as f64) * 100.0)
+                        }
+                        _ => "-".into(),
+                    },
+                    r.joint_time_s.map_or("-".into(), |s| format!("{s:.1}")),
+                ]);
+            }
             if fusing {
                 cells.extend([
                     r.fused_ns.map_or("-".into(), ms),
@@ -333,6 +373,21 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
             for r in &rows {
                 if let Some(n) = &r.ad_note {
                     println!("{}: {n}", r.config);
+                }
+            }
+            if joint {
+                println!(
+                    "joint_ms = every candidate a mode of its region, modes and order decided \
+                     together in exact windows from S+AD (never above it); joint_gain = joint \
+                     vs S+AD; joint_s = its time (AD_s is the sequential one's)"
+                );
+                for r in &rows {
+                    if let Some(n) = &r.joint_note {
+                        println!("{}: {n}", r.config);
+                    }
+                    if let Some(d) = r.joint_decompositions.as_ref().filter(|d| !d.is_empty()) {
+                        println!("{}: joint applied {}", r.config, d.join(", "));
+                    }
                 }
             }
         }

@@ -63,6 +63,9 @@ pub(crate) enum Decompose {
     Sequential,
     /// Choose decompositions greedily, re-evaluating after each, then schedule.
     Greedy,
+    /// Sequential first, then decide every region's decomposition together with the order
+    /// around it (exact windows over the union of all candidates).
+    Joint,
 }
 
 /// The exact selection of decomposition candidates: the MILP through `concerto-backends`
@@ -212,6 +215,113 @@ impl OptimizeOpts {
         Ok(Some(selected))
     }
 
+    /// Joint decomposition and scheduling (`--decompose joint`): every candidate of the
+    /// sequential selection becomes a mode of its region in one union graph, started from the
+    /// sequential choice `sequential` (the decompositions S+AD applied) and improved by exact
+    /// windows with the modal solver of `--solver`. `sad_ns` is the S+AD makespan: the result
+    /// reported is never above it (when the joint plan simulates longer, S+AD is kept).
+    pub(crate) fn joint(
+        &self,
+        graph: &Graph,
+        sequential: &[DecompositionJson],
+        sad_ns: u64,
+    ) -> anyhow::Result<JointResult> {
+        use concerto_decomp::joint::{solve_joint, Candidate, JointSolveConfig};
+        let began = std::time::Instant::now();
+        let hardware = self.hardware()?;
+        let config = SelectConfig {
+            slowdown: self.split_slowdown,
+            ..SelectConfig::default()
+        };
+        let (_, scored) = concerto_decomp::select::candidates(graph, &hardware, &config)?;
+        let candidates: Vec<Candidate> = scored
+            .iter()
+            .map(|c| Candidate {
+                label: format!(
+                    "{} {}/{}",
+                    c.decomposition.collective,
+                    c.decomposition.axis.as_str(),
+                    c.decomposition.n
+                ),
+                context: c.context.clone(),
+            })
+            .collect();
+        let start: Vec<usize> = scored
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| {
+                sequential.iter().any(|d| {
+                    d.collective == c.decomposition.collective
+                        && d.axis == c.decomposition.axis.as_str()
+                        && d.n == c.decomposition.n
+                })
+            })
+            .map(|(i, _)| i)
+            .collect();
+        if candidates.is_empty() {
+            return Ok(JointResult {
+                joint_ns: sad_ns,
+                chosen: Vec::new(),
+                regions: 0,
+                mode_changes: 0,
+                note: Some("no candidate decomposition: joint = S+AD".into()),
+                time: began.elapsed(),
+            });
+        }
+        let solver = concerto_backends::modal_solver(&self.solver)?;
+        let slowdown = self.split_slowdown;
+        let hw = hardware.clone();
+        let chunk = move |ctx: &concerto_decomp::Context, op: &concerto_graph::Op, i: u32| {
+            let slow = slowdown.map(|f| (f, hw.op_ns(op)));
+            concerto_decomp::rules::chunk(op, ctx.axis, ctx.n, i, slow)
+        };
+        let optimize = |g: &Graph, hints: Vec<StreamPlan>| {
+            self.run_with(g, hints)
+                .map_err(|e| concerto_decomp::DecompError::InvalidContext {
+                    reason: format!("scheduling a joint graph: {e:#}"),
+                })
+        };
+        let solve_config = JointSolveConfig {
+            windows: concerto_rcpsp::joint::JointConfig::default(),
+            time_limit: std::time::Duration::from_secs_f64(self.time_limit.max(0.001)),
+        };
+        let solved = solve_joint(
+            graph,
+            &hardware,
+            &candidates,
+            &chunk,
+            &start,
+            solver.as_ref(),
+            &optimize,
+            &solve_config,
+        )?;
+        let ns = solved.optimized.concerto().makespan_ns();
+        let (joint_ns, note) = if ns <= sad_ns {
+            (ns, None)
+        } else {
+            (
+                sad_ns,
+                Some(format!(
+                    "the joint plan simulates to {:.3} ms > S+AD {:.3} ms: S+AD kept",
+                    ns as f64 / 1e6,
+                    sad_ns as f64 / 1e6
+                )),
+            )
+        };
+        Ok(JointResult {
+            joint_ns,
+            chosen: if note.is_some() {
+                Vec::new()
+            } else {
+                solved.chosen.iter().map(|(_, l)| l.clone()).collect()
+            },
+            regions: solved.union.regions.len(),
+            mode_changes: solved.report.mode_changes,
+            note,
+            time: began.elapsed(),
+        })
+    }
+
     /// The fusion `--fuse on` asks for, and the schedule of the fused graph. The buckets are
     /// chosen under `scheduled`'s concerto plan of `graph` (each candidate keeps that plan's
     /// order, [`fuse_under`]); the fused graph is then scheduled again, with that order as a
@@ -276,6 +386,22 @@ impl OptimizeOpts {
         let solver = registry().get(&self.solver)?;
         Ok(optimize::optimize(graph, &hardware, solver, &config)?)
     }
+}
+
+/// What `--decompose joint` found.
+pub(crate) struct JointResult {
+    /// The joint makespan (simulated), never above S+AD.
+    pub(crate) joint_ns: u64,
+    /// The candidates applied (`<collective> <axis>/<n>`).
+    pub(crate) chosen: Vec<String>,
+    /// Regions of the union graph.
+    pub(crate) regions: usize,
+    /// Windows that changed a region's mode.
+    pub(crate) mode_changes: usize,
+    /// Why S+AD was kept, when it was.
+    pub(crate) note: Option<String>,
+    /// Candidates, union, windows and the final schedule.
+    pub(crate) time: std::time::Duration,
 }
 
 /// A fusion and the schedule of the fused graph.
@@ -370,6 +496,15 @@ pub(crate) struct OptimizeJson {
     decomposed_ns: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     decompositions: Option<Vec<DecompositionJson>>,
+    /// `--decompose joint`: the joint makespan, never above S+AD (or S).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    joint_ns: Option<u64>,
+    /// `--decompose joint`: the candidates applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    joint_decompositions: Option<Vec<String>>,
+    /// `--decompose joint`: wall time of the joint step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    joint_time_s: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     noise_pct: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -396,6 +531,23 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         .run(&graph)
         .with_context(|| format!("optimizing {}", args.graph.display()))?;
     let ad = args.opts.decompose(&graph)?;
+    let joint = if args.opts.decompose == Decompose::Joint {
+        // Joint starts from S+AD, or from S when the decompositions scheduled longer.
+        let s_ns = r.concerto().makespan_ns();
+        let (sequential, sad_ns) = match &ad {
+            Some((sel, o)) if o.concerto().makespan_ns() <= s_ns => {
+                (decompositions_json(sel), o.concerto().makespan_ns())
+            }
+            _ => (Vec::new(), s_ns),
+        };
+        Some(
+            args.opts
+                .joint(&graph, &sequential, sad_ns)
+                .context("joint decomposition and scheduling")?,
+        )
+    } else {
+        None
+    };
     let (fu, fusion_note) = args.opts.fuse_kept(&graph, &r)?;
     let noise = match args.noise {
         Some(p) => {
@@ -468,6 +620,9 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
             },
             decomposed_ns: ad.as_ref().map(|(_, o)| o.concerto().makespan_ns()),
             decompositions: ad.as_ref().map(|(s, _)| decompositions_json(s)),
+            joint_ns: joint.as_ref().map(|j| j.joint_ns),
+            joint_decompositions: joint.as_ref().map(|j| j.chosen.clone()),
+            joint_time_s: joint.as_ref().map(|j| j.time.as_secs_f64()),
             noise_pct: args.noise,
             noise_samples: args.noise.map(|_| args.samples),
         };
@@ -537,6 +692,20 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         table.row(row);
     }
     print!("{}", table.render());
+    if let Some(j) = &joint {
+        println!(
+            "joint        {} ms with {} decomposition(s) over {} region(s), {} window(s) changed a mode ({:.1} s){}",
+            ms(j.joint_ns),
+            j.chosen.len(),
+            j.regions,
+            j.mode_changes,
+            j.time.as_secs_f64(),
+            j.note.as_ref().map_or(String::new(), |n| format!("; {n}"))
+        );
+        for c in &j.chosen {
+            println!("  {c}");
+        }
+    }
     if let Some(note) = &fusion_note {
         println!("fused        {note}");
     }

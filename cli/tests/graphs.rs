@@ -291,6 +291,47 @@ fn decompose_sequential_adds_the_s_plus_ad_keys() {
 }
 
 #[test]
+fn decompose_joint_is_never_above_s_plus_ad_nor_s() {
+    let dir = scratch("joint");
+    let graph = small_gpt(&dir);
+    let o = concerto(&[
+        "optimize",
+        &graph,
+        "--time-limit",
+        "1",
+        "--decompose",
+        "joint",
+        "--split-slowdown",
+        "1.0",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let joint = v["joint_ns"].as_u64().unwrap();
+    let s = v["optimized_ns"].as_u64().unwrap();
+    let sad = v["decomposed_ns"].as_u64().unwrap();
+    // Joint starts from S+AD, or from S when the decompositions scheduled longer.
+    assert!(joint <= s.min(sad), "{v}");
+    assert!(v["joint_decompositions"].as_array().is_some(), "{v}");
+    assert!(v["joint_time_s"].as_f64().unwrap() > 0.0, "{v}");
+    // A solver without a modal encoding is refused by name.
+    let o = concerto(&[
+        "optimize",
+        &graph,
+        "--time-limit",
+        "1",
+        "--decompose",
+        "joint",
+        "--split-slowdown",
+        "1.0",
+        "--solver",
+        "sgs",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("modal solver"), "{}", stderr(&o));
+}
+
+#[test]
 fn decompose_json_lists_critical_collectives_decompositions_and_s_plus_ad() {
     let dir = scratch("decompose-cmd");
     let graph = small_gpt(&dir);

@@ -55,8 +55,8 @@ pub struct UnionRegion {
     pub ops: Vec<OpId>,
     /// Union-graph ops of each mode; mode 0 is the region unchanged.
     pub modes: Vec<Vec<OpId>>,
-    /// The candidate (index into [`union`]'s list) of each mode; `None` for mode 0.
-    pub candidates: Vec<Option<usize>>,
+    /// The candidates (indices into [`union`]'s list) each mode applies; empty for mode 0.
+    pub candidates: Vec<Vec<usize>>,
 }
 
 /// The union graph (see the module docs).
@@ -92,7 +92,10 @@ impl Union {
                 reason: format!(
                     "mode choice {modes:?} for {} regions of {:?} modes",
                     self.regions.len(),
-                    self.regions.iter().map(|r| r.modes.len()).collect::<Vec<_>>()
+                    self.regions
+                        .iter()
+                        .map(|r| r.modes.len())
+                        .collect::<Vec<_>>()
                 ),
             });
         }
@@ -126,13 +129,25 @@ fn root(parent: &mut [usize], mut i: usize) -> usize {
     i
 }
 
+/// Most modes of one region: past it, a region keeps its single candidates, the starting
+/// choice and the greedy largest compatible set.
+pub const MAX_MODES: usize = 64;
+
 /// Builds the union graph of `graph` and `candidates`, each rewritten with `chunk` (see the
-/// module docs). Errors: those of [`rewrite`] for a candidate; [`DecompError::CheckFailed`]
-/// when a rewrite lacks the join a consumer outside its context needs (a bug).
+/// module docs). Candidates whose contexts share an op form one region; its modes are the
+/// sets of candidates with pairwise disjoint contexts (at most one per collective), each
+/// applied one after the other: all of them while there are at most [`MAX_MODES`], else the
+/// single candidates, the set `start` chooses in the region and the greedy largest set. So
+/// `start` (a set of candidates with disjoint contexts, e.g. the sequential selection) is
+/// always one mode choice.
+///
+/// Errors: those of [`rewrite`] for a candidate; [`DecompError::CheckFailed`] when a rewrite
+/// lacks the join a consumer outside its context needs (a bug).
 pub fn union(
     graph: &Graph,
     candidates: &[Candidate],
     chunk: &dyn Fn(&Context, &Op, u32) -> Op,
+    start: &[usize],
 ) -> Result<Union, DecompError> {
     // Regions: candidates connected by shared ops.
     let k = candidates.len();
@@ -174,20 +189,122 @@ pub fn union(
         }
         region_ops.push(ops.into_iter().collect());
     }
-    // Each candidate's rewrite, and its mode number in its region.
-    let mut rewritten: Vec<Rewritten> = Vec::with_capacity(k);
-    let mut mode_of = vec![0usize; k];
-    let mut region_of_cand = vec![0usize; k];
-    for (r, cands) in region_cands.iter().enumerate() {
-        for (m, &i) in cands.iter().enumerate() {
-            mode_of[i] = m + 1;
-            region_of_cand[i] = r;
+    // Modes: compatible candidate sets per region.
+    let compatible = |a: usize, b: usize| {
+        let (x, y) = (&candidates[a].context, &candidates[b].context);
+        x.collective != y.collective && !x.ops.iter().any(|o| y.ops.contains(o))
+    };
+    let mut region_modes: Vec<Vec<Vec<usize>>> = Vec::new();
+    for cands in &region_cands {
+        let mut sets: Vec<Vec<usize>> = Vec::new();
+        let mut stack: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new())];
+        let mut overflow = false;
+        while let Some((from, set)) = stack.pop() {
+            for (j, &c) in cands.iter().enumerate().skip(from) {
+                if set.iter().all(|&x| compatible(x, c)) {
+                    let mut next = set.clone();
+                    next.push(c);
+                    sets.push(next.clone());
+                    if sets.len() > MAX_MODES {
+                        overflow = true;
+                        break;
+                    }
+                    stack.push((j + 1, next));
+                }
+            }
+            if overflow {
+                break;
+            }
+        }
+        if overflow {
+            sets = cands.iter().map(|&c| vec![c]).collect();
+            let mine: Vec<usize> = start
+                .iter()
+                .copied()
+                .filter(|c| cands.contains(c))
+                .collect();
+            if mine.len() > 1 {
+                sets.push(mine);
+            }
+            let mut greedy: Vec<usize> = Vec::new();
+            for &c in cands {
+                if greedy.iter().all(|&x| compatible(x, c)) {
+                    greedy.push(c);
+                }
+            }
+            if greedy.len() > 1 && !sets.contains(&greedy) {
+                sets.push(greedy);
+            }
+        }
+        for set in &mut sets {
+            set.sort_unstable();
+        }
+        sets.sort();
+        sets.dedup();
+        region_modes.push(sets);
+    }
+    // Each mode's rewrite: its candidates applied one after the other, the origins composed
+    // back to the original ops.
+    let mut rewritten: Vec<Rewritten> = Vec::new();
+    let mut mode_entry: Vec<(usize, usize)> = Vec::new();
+    for (r, sets) in region_modes.iter().enumerate() {
+        for (m, set) in sets.iter().enumerate() {
+            let mut g = graph.clone();
+            let mut origin: Vec<Origin> = graph.ids().map(Origin::Copy).collect();
+            for &c in set {
+                let ctx = &candidates[c].context;
+                let mut current_of = vec![None; graph.len()];
+                for (x, o) in origin.iter().enumerate() {
+                    if let Origin::Copy(w) = *o {
+                        current_of[w.0] = Some(OpId(x));
+                    }
+                }
+                let moved = |w: OpId| {
+                    current_of[w.0].ok_or_else(|| DecompError::CheckFailed {
+                        reason: format!(
+                            "candidate `{}` names `{}`, already split by another",
+                            candidates[c].label,
+                            graph.op(w).name
+                        ),
+                    })
+                };
+                let local = Context {
+                    collective: moved(ctx.collective)?,
+                    axis: ctx.axis,
+                    ops: ctx
+                        .ops
+                        .iter()
+                        .map(|&w| moved(w))
+                        .collect::<Result<_, _>>()?,
+                    n: ctx.n,
+                };
+                let f = |op: &Op, i: u32| chunk(ctx, op, i);
+                let rw = rewrite(&g, &local, &f)?;
+                origin = rw
+                    .origin
+                    .iter()
+                    .map(|o| match *o {
+                        Origin::Copy(x) => origin[x.0],
+                        Origin::Chunk { op, index, n } => Origin::Chunk {
+                            op: origin[op.0].op(),
+                            index,
+                            n,
+                        },
+                        Origin::Join(x) => Origin::Join(origin[x.0].op()),
+                    })
+                    .collect();
+                g = rw.graph;
+            }
+            rewritten.push(Rewritten { graph: g, origin });
+            mode_entry.push((r, m + 1));
         }
     }
-    for c in candidates {
-        let f = |op: &Op, i: u32| chunk(&c.context, op, i);
-        rewritten.push(rewrite(graph, &c.context, &f)?);
-    }
+    let region_of_cand: Vec<usize> = mode_entry.iter().map(|&(r, _)| r).collect();
+    let mode_of: Vec<usize> = mode_entry.iter().map(|&(_, m)| m).collect();
+    let k = rewritten.len();
+    let region_cands: Vec<Vec<usize>> = (0..region_modes.len())
+        .map(|r| (0..k).filter(|&e| region_of_cand[e] == r).collect())
+        .collect();
     // Union ops, sorted by (original position, mode, position in the rewrite).
     struct Entry {
         key: (usize, usize, usize),
@@ -262,8 +379,7 @@ pub fn union(
             if pick.is_empty() {
                 return Err(DecompError::CheckFailed {
                     reason: format!(
-                        "candidate `{}` has no {} instance of `{}`",
-                        candidates[i].label,
+                        "mode {i} has no {} instance of `{}`",
                         if producer { "producer" } else { "consumer" },
                         graph.op(w).name
                     ),
@@ -318,18 +434,18 @@ pub fn union(
         origin.push(e.origin);
     }
     let graph_u = b.finish();
-    let mut regions: Vec<UnionRegion> = region_cands
+    let mut regions: Vec<UnionRegion> = region_modes
         .iter()
         .enumerate()
-        .map(|(r, cands)| UnionRegion {
+        .map(|(r, sets)| UnionRegion {
             name: graph
-                .op(candidates[cands[0]].context.collective)
+                .op(candidates[sets[0][0]].context.collective)
                 .name
                 .clone(),
             ops: region_ops[r].clone(),
-            modes: vec![Vec::new(); cands.len() + 1],
-            candidates: std::iter::once(None)
-                .chain(cands.iter().map(|&i| Some(i)))
+            modes: vec![Vec::new(); sets.len() + 1],
+            candidates: std::iter::once(Vec::new())
+                .chain(sets.iter().cloned())
                 .collect(),
         })
         .collect();
@@ -345,6 +461,14 @@ pub fn union(
         origin,
     })
 }
+
+/// How [`solve_joint`] schedules a graph: the optimisation pipeline with plans as hints
+/// ([`concerto_graph::optimize::OptimizeConfig::hints`]).
+pub type Schedule<'a> = dyn Fn(
+        &Graph,
+        Vec<concerto_graph::StreamPlan>,
+    ) -> Result<concerto_graph::optimize::Optimized, DecompError>
+    + 'a;
 
 /// Options of [`solve_joint`].
 #[derive(Clone, Debug)]
@@ -392,22 +516,23 @@ pub fn solve_joint(
     chunk: &dyn Fn(&Context, &Op, u32) -> Op,
     start: &[usize],
     solver: &dyn concerto_rcpsp::ModalSolver,
-    optimize: &dyn Fn(
-        &Graph,
-        Vec<concerto_graph::StreamPlan>,
-    ) -> Result<concerto_graph::optimize::Optimized, DecompError>,
+    optimize: &Schedule<'_>,
     config: &JointSolveConfig,
 ) -> Result<JointSolved, DecompError> {
     use concerto_graph::lower::{lower, schedule_of};
     use concerto_rcpsp::{ActivityId, ModalProblem, ModalSolution, Region};
-    let u = union(graph, candidates, chunk)?;
+    let u = union(graph, candidates, chunk, start)?;
     // The starting modes: each chosen candidate's mode in its region.
     let mut start_modes = vec![0usize; u.regions.len()];
-    for &c in start {
-        for (r, region) in u.regions.iter().enumerate() {
-            if let Some(m) = region.candidates.iter().position(|&x| x == Some(c)) {
-                start_modes[r] = m;
-            }
+    for (r, region) in u.regions.iter().enumerate() {
+        let mut mine: Vec<usize> = start
+            .iter()
+            .copied()
+            .filter(|c| region.candidates.iter().flatten().any(|x| x == c))
+            .collect();
+        mine.sort_unstable();
+        if let Some(m) = region.candidates.iter().position(|set| *set == mine) {
+            start_modes[r] = m;
         }
     }
     let durations = hardware.durations(&u.graph);
@@ -424,11 +549,10 @@ pub fn solve_joint(
                 .collect(),
         })
         .collect();
-    let modal = ModalProblem::new(lowered.problem, regions).map_err(|e| {
-        DecompError::CheckFailed {
+    let modal =
+        ModalProblem::new(lowered.problem, regions).map_err(|e| DecompError::CheckFailed {
             reason: format!("the union's modal problem: {e}"),
-        }
-    })?;
+        })?;
     // The start: the sequential choice, scheduled by the pipeline. Its simulated timeline is
     // a valid contention-free schedule (contention only delays).
     let (g0, kept0) = u.graph_of(&start_modes)?;
@@ -446,16 +570,11 @@ pub fn solve_joint(
         time_limit: Some(config.time_limit),
         ..concerto_rcpsp::Limits::default()
     };
-    let report = concerto_rcpsp::joint::improve(
-        &modal,
-        &start_solution,
-        solver,
-        &config.windows,
-        &limits,
-    )
-    .map_err(|e| DecompError::InvalidContext {
-        reason: format!("the joint windows: {e}"),
-    })?;
+    let report =
+        concerto_rcpsp::joint::improve(&modal, &start_solution, solver, &config.windows, &limits)
+            .map_err(|e| DecompError::InvalidContext {
+            reason: format!("the joint windows: {e}"),
+        })?;
     let modes = report.solution.modes.clone();
     let (g1, kept1) = u.graph_of(&modes)?;
     let starts1: Vec<u64> = kept1
@@ -471,9 +590,8 @@ pub fn solve_joint(
     let chosen = modes
         .iter()
         .enumerate()
-        .filter_map(|(r, &m)| {
-            u.regions[r].candidates[m].map(|c| (u.regions[r].name.clone(), candidates[c].label.clone()))
-        })
+        .flat_map(|(r, &m)| u.regions[r].candidates[m].iter().map(move |&c| (r, c)))
+        .map(|(r, c)| (u.regions[r].name.clone(), candidates[c].label.clone()))
         .collect();
     Ok(JointSolved {
         modes,

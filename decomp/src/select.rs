@@ -316,7 +316,12 @@ pub fn select_exact(
         }
         groups.last_mut().expect("pushed").push(candidates.len());
         candidates.push(Candidate {
-            ops: c.context.ops.iter().map(|o| graph.op(*o).name.clone()).collect(),
+            ops: c
+                .context
+                .ops
+                .iter()
+                .map(|o| graph.op(*o).name.clone())
+                .collect(),
             gain: (before - c.decomposition.after_ns) as i64,
             decomposition: c.decomposition,
         });

@@ -97,23 +97,26 @@ fn canon(g: &Graph) -> Canon {
 fn sequential(g: &Graph, u: &Union, cands: &[Candidate], modes: &[usize]) -> Graph {
     let mut current = g.clone();
     for (r, &m) in modes.iter().enumerate() {
-        let Some(i) = u.regions[r].candidates[m] else {
-            continue;
-        };
-        let ctx = &cands[i].context;
-        let ops: Vec<_> = ctx
-            .ops
-            .iter()
-            .map(|&o| current.find(&g.op(o).name).expect("an op of a disjoint region"))
-            .collect();
-        let moved = Context {
-            collective: current.find(&g.op(ctx.collective).name).unwrap(),
-            axis: ctx.axis,
-            ops,
-            n: ctx.n,
-        };
-        let f = |op: &Op, k: u32| chunk(op, moved.axis, moved.n, k, None);
-        current = rewrite(&current, &moved, &f).unwrap().graph;
+        for &i in &u.regions[r].candidates[m] {
+            let ctx = &cands[i].context;
+            let ops: Vec<_> = ctx
+                .ops
+                .iter()
+                .map(|&o| {
+                    current
+                        .find(&g.op(o).name)
+                        .expect("an op of a disjoint region")
+                })
+                .collect();
+            let moved = Context {
+                collective: current.find(&g.op(ctx.collective).name).unwrap(),
+                axis: ctx.axis,
+                ops,
+                n: ctx.n,
+            };
+            let f = |op: &Op, k: u32| chunk(op, moved.axis, moved.n, k, None);
+            current = rewrite(&current, &moved, &f).unwrap().graph;
+        }
     }
     current
 }
@@ -123,12 +126,14 @@ fn every_mode_choice_is_the_sequential_rewrite() {
     let g = gpt_tp8();
     let cands = candidates(&g);
     assert!(cands.len() >= 6, "{} candidates", cands.len());
-    let u = union(&g, &cands, &split).unwrap();
+    let u = union(&g, &cands, &split, &[]).unwrap();
     // One region per forward all-reduce (its candidates share it).
     assert!(u.regions.len() >= 3);
     for r in &u.regions {
         assert_eq!(r.modes.len(), r.candidates.len());
         assert!(r.modes.len() >= 2);
+        assert!(r.candidates[0].is_empty());
+        assert!(r.candidates[1..].iter().all(|c| !c.is_empty()));
         assert!(r.modes.iter().all(|m| !m.is_empty()));
     }
     // Mode 0 everywhere is the original graph.
@@ -166,7 +171,7 @@ fn every_mode_choice_is_the_sequential_rewrite() {
 fn bad_mode_choices_are_errors() {
     let g = gpt_tp8();
     let cands = candidates(&g);
-    let u = union(&g, &cands, &split).unwrap();
+    let u = union(&g, &cands, &split, &[]).unwrap();
     assert!(u.graph_of(&[]).is_err());
     let too_far: Vec<usize> = u.regions.iter().map(|r| r.modes.len()).collect();
     let e = u.graph_of(&too_far).unwrap_err().to_string();

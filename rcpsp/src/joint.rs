@@ -7,9 +7,11 @@
 //!
 //! - **Window.** The region's present activities, the `neighbours` present activities before
 //!   and after them in the current order (by start), and every activity of the region's other
-//!   modes. Its time span `[t0, t1]` is the current one of its present activities.
-//! - **Sub-problem.** A modal problem with that one region (its modes unchanged; the window's
-//!   other activities mandatory). Outside present activities stay where they are: a
+//!   modes. Every other region whose present activities all lie in the window is decided by
+//!   it too (all its modes join). Its time span `[t0, t1]` is the current one of its present
+//!   activities.
+//! - **Sub-problem.** A modal problem with those regions (their modes unchanged; the window's
+//!   other activities mandatory, other regions' absent modes left out). Outside present activities stay where they are: a
 //!   predecessor outside gives a release date, a successor outside a deadline, and every one
 //!   that runs during the span is pinned, clipped to the span, so the capacity it takes is
 //!   taken. Every window activity finishes by `t1`; the objective is the window's makespan.
@@ -28,13 +30,11 @@
 //! [`check_modal`]. Cost per window: one exact modal solve (bounded by
 //! [`JointConfig::window_time_limit`]) plus O((n + m) log n) to decode.
 
-use std::collections::{BTreeMap, BinaryHeap};
 use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap};
 use std::time::{Duration, Instant};
 
-use crate::modal::{
-    check_modal, Membership, ModalProblem, ModalSolution, ModalSolver, Region,
-};
+use crate::modal::{check_modal, Membership, ModalProblem, ModalSolution, ModalSolver, Region};
 use crate::problem::{ActivityId, ProblemBuilder, Time};
 use crate::sgs::{ActivityList, Decoder};
 use crate::solver::{Limits, SolveError};
@@ -108,9 +108,7 @@ pub fn improve(
     let mut makespan = start_makespan;
     let (mut windows, mut improved, mut mode_changes) = (0, 0, 0);
     let out_of_time = |began: Instant| {
-        limits
-            .time_limit
-            .is_some_and(|t| began.elapsed() >= t)
+        limits.time_limit.is_some_and(|t| began.elapsed() >= t)
             || limits.cancel.as_ref().is_some_and(|c| c.is_cancelled())
     };
     'rounds: for _ in 0..config.rounds {
@@ -119,9 +117,7 @@ pub fn improve(
             if out_of_time(began) {
                 break 'rounds;
             }
-            let left = limits
-                .time_limit
-                .map(|t| t.saturating_sub(began.elapsed()));
+            let left = limits.time_limit.map(|t| t.saturating_sub(began.elapsed()));
             let window_limit = left.map_or(config.window_time_limit, |l| {
                 l.min(config.window_time_limit)
             });
@@ -234,24 +230,46 @@ fn solve_window(
     for &a in &order[from..to] {
         in_window[a.index()] = true;
     }
-    for &a in region.modes.iter().flatten() {
-        in_window[a.index()] = true;
+    // The regions the window decides: `r`, and every other whose present activities all lie
+    // in it (and that has some).
+    let free: Vec<usize> = (0..problem.regions().len())
+        .filter(|&x| {
+            x == r || {
+                let now = &problem.regions()[x].modes[current.modes[x]];
+                !now.is_empty() && now.iter().all(|a| in_window[a.index()])
+            }
+        })
+        .collect();
+    let mut is_free = vec![false; problem.regions().len()];
+    for &x in &free {
+        is_free[x] = true;
+        for &a in problem.regions()[x].modes.iter().flatten() {
+            in_window[a.index()] = true;
+        }
     }
-    // Never take activities of other regions' absent modes.
+    // Never take activities of the other regions' absent modes.
     let window: Vec<ActivityId> = p
         .ids()
         .filter(|&a| in_window[a.index()])
-        .filter(|&a| {
-            matches!(problem.membership(a), Membership::Mandatory)
-                || matches!(problem.membership(a), Membership::Mode { region, .. } if region == r)
-                || present(a)
+        .filter(|&a| match problem.membership(a) {
+            Membership::Mandatory => true,
+            Membership::Mode { region, .. } => is_free[region] || present(a),
         })
         .collect();
+    for a in p.ids() {
+        if in_window[a.index()] && !window.contains(&a) {
+            in_window[a.index()] = false;
+        }
+    }
     let spanned: Vec<ActivityId> = window.iter().copied().filter(|&a| present(a)).collect();
     if spanned.is_empty() {
         return Ok(None);
     }
-    let t0 = spanned.iter().map(|a| current.starts[a.index()]).min().expect("non-empty");
+    let t0 = spanned
+        .iter()
+        .map(|a| current.starts[a.index()])
+        .min()
+        .expect("non-empty");
     let t1 = spanned.iter().map(|&a| finish(a)).max().expect("non-empty");
     let q = ((t1 - t0).max(1) + config.resolution - 1) / config.resolution.max(1);
     let q = q.max(1);
@@ -334,15 +352,21 @@ fn solve_window(
         .build()
         .map_err(|e| backend(format!("a window sub-problem: {e}")))?;
     let sub_len = sub.len();
-    let sub_region = Region {
-        name: region.name.clone(),
-        modes: region
-            .modes
-            .iter()
-            .map(|m| m.iter().filter_map(|a| sub_of[a.index()]).collect())
-            .collect(),
-    };
-    let modal = ModalProblem::new(sub, vec![sub_region])
+    let sub_regions: Vec<Region> = free
+        .iter()
+        .map(|&x| {
+            let reg = &problem.regions()[x];
+            Region {
+                name: reg.name.clone(),
+                modes: reg
+                    .modes
+                    .iter()
+                    .map(|m| m.iter().filter_map(|a| sub_of[a.index()]).collect())
+                    .collect(),
+            }
+        })
+        .collect();
+    let modal = ModalProblem::new(sub, sub_regions)
         .map_err(|e| backend(format!("a window sub-problem: {e}")))?;
     // The floored current solution starts the solve.
     let mut starts: Vec<Time> = vec![0; sub_len];
@@ -353,11 +377,17 @@ fn solve_window(
             0
         };
     }
-    for (i, act) in modal.problem().activities().iter().enumerate().skip(back.len()) {
+    for (i, act) in modal
+        .problem()
+        .activities()
+        .iter()
+        .enumerate()
+        .skip(back.len())
+    {
         starts[i] = act.release;
     }
     let initial = ModalSolution {
-        modes: vec![current.modes[r]],
+        modes: free.iter().map(|&x| current.modes[x]).collect(),
         starts,
     };
     if check_modal(&modal, &initial).is_err() {
@@ -374,16 +404,16 @@ fn solve_window(
     };
     // Decode: new modes, order by new (window) or current (outside) start.
     let mut modes = current.modes.clone();
-    modes[r] = found.modes[0];
+    for (i, &x) in free.iter().enumerate() {
+        modes[x] = found.modes[i];
+    }
     let key = |a: ActivityId| -> Time {
         match sub_of[a.index()] {
             Some(i) => t0 + found.starts[i.index()] * q,
             None => current.starts[a.index()],
         }
     };
-    let reduced = problem
-        .reduce(&modes)
-        .map_err(|e| backend(e.to_string()))?;
+    let reduced = problem.reduce(&modes).map_err(|e| backend(e.to_string()))?;
     let rp = &reduced.problem;
     let mut indegree: Vec<usize> = rp.ids().map(|a| rp.predecessors(a).len()).collect();
     let mut ready: BinaryHeap<Reverse<(Time, usize)>> = rp
@@ -494,7 +524,10 @@ mod tests {
             starts: vec![0, 0, 0, 0, 0],
         };
         let e = improve(&m, &bad, &Brute, &JointConfig::default(), &limits).unwrap_err();
-        assert!(e.to_string().contains("starting solution is invalid"), "{e}");
+        assert!(
+            e.to_string().contains("starting solution is invalid"),
+            "{e}"
+        );
         let zero = Limits::with_time_limit(Duration::ZERO);
         assert!(improve(&m, &one, &Brute, &JointConfig::default(), &zero).is_err());
     }

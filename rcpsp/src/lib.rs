@@ -44,8 +44,8 @@ mod check;
 pub mod generate;
 pub mod io;
 pub mod joint;
-pub mod modal;
 mod justify;
+pub mod modal;
 pub mod oddeven;
 pub mod priority;
 mod problem;
@@ -62,9 +62,10 @@ pub use check::{check, Violation, Violations};
 pub use io::{read_problem, ReadError};
 pub use justify::justify;
 pub use modal::{
-    brute_force, check_modal, verified_modal, ModalError, ModalOutcome, ModalProblem, ModalSolution,
-    ModalSolver, Region,
+    brute_force, check_modal, verified_modal, ModalError, ModalOutcome, ModalProblem,
+    ModalSolution, ModalSolver, Region,
 };
+pub use modal::{Membership, Reduced};
 pub use oddeven::{OddEven, OddEvenConfig, OddEvenReport, RoundReport};
 pub use problem::{
     Activity, ActivityId, Arc, Precedence, Problem, ProblemBuilder, ProblemError, Resource,

@@ -166,7 +166,11 @@ impl ModalProblem {
                             len: n,
                         });
                     }
-                    if let Membership::Mode { region: r0, mode: m0 } = membership[a.index()] {
+                    if let Membership::Mode {
+                        region: r0,
+                        mode: m0,
+                    } = membership[a.index()]
+                    {
                         return Err(ModalError::TwoModes {
                             activity: problem.activity(a).name.clone(),
                             first: format!("{}/{m0}", regions[r0].name),
@@ -217,11 +221,7 @@ impl ModalProblem {
     fn validate_choice(&self, modes: &[usize]) -> Result<(), ModalError> {
         if modes.len() != self.regions.len() {
             return Err(ModalError::InvalidChoice {
-                reason: format!(
-                    "{} modes for {} regions",
-                    modes.len(),
-                    self.regions.len()
-                ),
+                reason: format!("{} modes for {} regions", modes.len(), self.regions.len()),
             });
         }
         for (r, (&m, region)) in modes.iter().zip(&self.regions).enumerate() {
@@ -362,9 +362,7 @@ pub fn check_modal(problem: &ModalProblem, solution: &ModalSolution) -> Result<T
             problem.problem().len()
         ));
     }
-    let reduced = problem
-        .reduce(&solution.modes)
-        .map_err(|e| e.to_string())?;
+    let reduced = problem.reduce(&solution.modes).map_err(|e| e.to_string())?;
     check(&reduced.problem, &reduced.restrict(&solution.starts)).map_err(|v| v.to_string())
 }
 
@@ -571,12 +569,16 @@ mod tests {
             modes: vec![2],
             starts: vec![0; 5],
         };
-        assert!(check_modal(&m, &wrong).unwrap_err().contains("has 2 modes, not mode 2"));
+        assert!(check_modal(&m, &wrong)
+            .unwrap_err()
+            .contains("has 2 modes, not mode 2"));
         let short = ModalSolution {
             modes: vec![0, 0],
             starts: vec![0; 5],
         };
-        assert!(check_modal(&m, &short).unwrap_err().contains("2 modes for 1 regions"));
+        assert!(check_modal(&m, &short)
+            .unwrap_err()
+            .contains("2 modes for 1 regions"));
     }
 
     #[test]

@@ -49,6 +49,7 @@
 //! (concurrent solves without it returned wrong objective values with no error, see
 //! `shared/BACKENDS.md`). Concurrent CBC solves are therefore safe but run one at a time.
 
+mod modes;
 mod selection;
 mod sequencing;
 mod time_indexed;
@@ -62,6 +63,7 @@ mod microlp;
 
 use std::time::Duration;
 
+pub use modes::{MilpModal, MAX_MODAL_BINARIES};
 pub use selection::{default_backend, Chosen, Selection};
 
 use concerto_rcpsp::{
@@ -87,7 +89,7 @@ pub enum Backend {
 
 impl Backend {
     /// Whether the backend honours a warm start (see the module docs for CBC).
-    fn takes_warm_start(self) -> bool {
+    pub(crate) fn takes_warm_start(self) -> bool {
         match self {
             #[cfg(feature = "microlp")]
             Backend::Microlp => true,
@@ -239,7 +241,7 @@ const POLL: Duration = Duration::from_millis(20);
 
 /// The part of the time limit kept between the backend's own limit and the deadline, and
 /// waited past the deadline for a backend that overruns: 2% of the limit, at most 0.2 s.
-fn margin(limits: &Limits) -> Duration {
+pub(crate) fn margin(limits: &Limits) -> Duration {
     limits.time_limit.map_or(Duration::ZERO, |t| {
         t.mul_f64(0.02).min(Duration::from_millis(200))
     })
@@ -588,7 +590,7 @@ impl Milp {
 
     /// Runs the backend on a worker thread and waits for it until the deadline (see the module
     /// docs).
-    fn run(
+    pub(crate) fn run(
         &self,
         model: Model,
         options: &RunOptions,
