@@ -371,39 +371,7 @@ impl Model {
                     .post();
             }
         }
-        for (r, resource) in problem.resources().iter().enumerate() {
-            let tasks: Vec<(DomainId, i32, u32)> = problem
-                .ids()
-                .filter_map(|a| {
-                    let demand = problem.activity(a).demands[r];
-                    let d = problem.duration(a);
-                    (d > 0 && demand > 0).then(|| (starts[a.index()], small(d), demand))
-                })
-                .collect();
-            let total: u64 = tasks.iter().map(|t| u64::from(t.2)).sum();
-            if total <= u64::from(resource.capacity) {
-                continue;
-            }
-            if total > MAX_HORIZON as u64 {
-                return Err(unsupported(format!(
-                    "resource `{}`: its total demand {total} exceeds the i32 arithmetic of \
-                     pumpkin's cumulative; scale the demands down",
-                    resource.name
-                )));
-            }
-            let capacity = i32::try_from(resource.capacity).expect("capacity < total demand");
-            solver
-                .add_constraint(pumpkin_constraints::cumulative(
-                    tasks.iter().map(|t| t.0),
-                    tasks.iter().map(|t| t.1),
-                    tasks
-                        .iter()
-                        .map(|t| i32::try_from(t.2).expect("demand < total demand")),
-                    capacity,
-                    tag,
-                ))
-                .post();
-        }
+        post_cumulatives(&mut solver, problem, &starts, tag)?;
         if config.edge_finding {
             for clique in disjoint_cliques(problem) {
                 let tasks = clique.iter().map(|&a| ArgDisjunctiveTask {
@@ -421,6 +389,52 @@ impl Model {
             makespan,
         })
     }
+}
+
+/// One `cumulative` per resource of `problem` over its activities with positive duration and
+/// demand (time-table propagation with explanations, Schutt et al. 2011), `starts[a]` being
+/// activity `a`'s start; a resource whose total demand fits its capacity gets none.
+/// [`SolveError::Unsupported`] when a total demand exceeds pumpkin's i32 arithmetic.
+pub(crate) fn post_cumulatives(
+    solver: &mut pumpkin_core::Solver,
+    problem: &Problem,
+    starts: &[DomainId],
+    tag: pumpkin_core::proof::ConstraintTag,
+) -> Result<(), SolveError> {
+    for (r, resource) in problem.resources().iter().enumerate() {
+        let tasks: Vec<(DomainId, i32, u32)> = problem
+            .ids()
+            .filter_map(|a| {
+                let demand = problem.activity(a).demands[r];
+                let d = problem.duration(a);
+                (d > 0 && demand > 0).then(|| (starts[a.index()], small(d), demand))
+            })
+            .collect();
+        let total: u64 = tasks.iter().map(|t| u64::from(t.2)).sum();
+        if total <= u64::from(resource.capacity) {
+            continue;
+        }
+        if total > MAX_HORIZON as u64 {
+            return Err(unsupported(format!(
+                "resource `{}`: its total demand {total} exceeds the i32 arithmetic of \
+                 pumpkin's cumulative; scale the demands down",
+                resource.name
+            )));
+        }
+        let capacity = i32::try_from(resource.capacity).expect("capacity < total demand");
+        solver
+            .add_constraint(pumpkin_constraints::cumulative(
+                tasks.iter().map(|t| t.0),
+                tasks.iter().map(|t| t.1),
+                tasks
+                    .iter()
+                    .map(|t| i32::try_from(t.2).expect("demand < total demand")),
+                capacity,
+                tag,
+            ))
+            .post();
+    }
+    Ok(())
 }
 
 /// Problems above this many activities get no cliques (the disjunctive graph is quadratic).

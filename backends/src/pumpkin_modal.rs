@@ -423,42 +423,7 @@ impl Model {
         }
 
         // Resources.
-        for (r, resource) in p.resources().iter().enumerate() {
-            let tasks: Vec<(DomainId, i32, u32)> = p
-                .ids()
-                .filter_map(|a| {
-                    let demand = p.activity(a).demands[r];
-                    let d = p.duration(a);
-                    (d > 0 && demand > 0).then(|| {
-                        let d = i32::try_from(d).expect("durations are checked");
-                        (starts[a.index()], d, demand)
-                    })
-                })
-                .collect();
-            let total: u64 = tasks.iter().map(|t| u64::from(t.2)).sum();
-            if total <= u64::from(resource.capacity) {
-                continue;
-            }
-            if total > MAX_HORIZON as u64 {
-                return Err(unsupported(format!(
-                    "resource `{}`: its total demand {total} exceeds the i32 arithmetic of \
-                     pumpkin's cumulative; scale the demands down",
-                    resource.name
-                )));
-            }
-            let capacity = i32::try_from(resource.capacity).expect("capacity < total demand");
-            solver
-                .add_constraint(pumpkin_constraints::cumulative(
-                    tasks.iter().map(|t| t.0),
-                    tasks.iter().map(|t| t.1),
-                    tasks
-                        .iter()
-                        .map(|t| i32::try_from(t.2).expect("demand < total demand")),
-                    capacity,
-                    tag,
-                ))
-                .post();
-        }
+        crate::pumpkin::post_cumulatives(&mut solver, p, &starts, tag)?;
         Ok(Some(Self {
             solver,
             starts,

@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use concerto_backends::milp::{Backend, Milp, MilpModal};
-use concerto_rcpsp::{brute_force, check_modal, Limits, ModalSolver, Status};
+use concerto_rcpsp::{brute_force, check_modal, Limits, ModalSolution, ModalSolver, Status};
 use proptest::prelude::*;
 
 mod common;
@@ -24,16 +24,38 @@ fn backends() -> Vec<Backend> {
 }
 
 #[test]
-fn the_interaction_case_is_solved_by_every_backend() {
+fn the_interaction_case_is_solved_by_every_backend_with_and_without_a_start() {
     let m = interaction();
     let limits = Limits::with_time_limit(Duration::from_secs(20));
+    // Both splits (18), one split (12, optimal), and an invalid start.
+    let both = ModalSolution {
+        modes: vec![1, 1],
+        starts: vec![0, 0, 0, 0, 9],
+    };
+    let one = ModalSolution {
+        modes: vec![1, 0],
+        starts: vec![0, 0, 0, 6, 0],
+    };
+    let bad = ModalSolution {
+        modes: vec![0, 0],
+        starts: vec![0; 5],
+    };
     for b in backends() {
-        let o = MilpModal::new(b).solve_modal(&m, &limits, None).unwrap();
-        assert_eq!(
-            (o.makespan, o.status),
-            (Some(12), Status::Optimal),
-            "{}",
-            b.name()
+        let solver = MilpModal::new(b);
+        for start in [None, Some(&both), Some(&one)] {
+            let o = solver.solve_modal(&m, &limits, start).unwrap();
+            assert_eq!(
+                (o.makespan, o.status),
+                (Some(12), Status::Optimal),
+                "{}",
+                b.name()
+            );
+            assert_eq!(o.solution.unwrap().modes.iter().sum::<usize>(), 1);
+        }
+        let e = solver.solve_modal(&m, &limits, Some(&bad)).unwrap_err();
+        assert!(
+            e.to_string().contains("initial modal solution is invalid"),
+            "{e}"
         );
     }
 }
