@@ -264,6 +264,7 @@ impl OptimizeOpts {
                 chosen: Vec::new(),
                 regions: 0,
                 mode_changes: 0,
+                skipped: 0,
                 note: Some("no candidate decomposition: joint = S+AD".into()),
                 time: began.elapsed(),
             });
@@ -317,6 +318,7 @@ impl OptimizeOpts {
             },
             regions: solved.union.regions.len(),
             mode_changes: solved.report.mode_changes,
+            skipped: solved.report.skipped,
             note,
             time: began.elapsed(),
         })
@@ -398,6 +400,8 @@ pub(crate) struct JointResult {
     pub(crate) regions: usize,
     /// Windows that changed a region's mode.
     pub(crate) mode_changes: usize,
+    /// Windows the modal solver refused as too large.
+    pub(crate) skipped: usize,
     /// Why S+AD was kept, when it was.
     pub(crate) note: Option<String>,
     /// Candidates, union, windows and the final schedule.
@@ -694,11 +698,12 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
     print!("{}", table.render());
     if let Some(j) = &joint {
         println!(
-            "joint        {} ms with {} decomposition(s) over {} region(s), {} window(s) changed a mode ({:.1} s){}",
+            "joint        {} ms with {} decomposition(s) over {} region(s), {} window(s) changed a mode, {} too large for the solver ({:.1} s){}",
             ms(j.joint_ns),
             j.chosen.len(),
             j.regions,
             j.mode_changes,
+            j.skipped,
             j.time.as_secs_f64(),
             j.note.as_ref().map_or(String::new(), |n| format!("; {n}"))
         );

@@ -78,6 +78,9 @@ pub struct JointReport {
     pub improved: usize,
     /// Windows whose answer changed a region's mode.
     pub mode_changes: usize,
+    /// Windows the solver refused as too large for its encoding
+    /// ([`SolveError::Unsupported`]), skipped.
+    pub skipped: usize,
     /// Wall time.
     pub elapsed: Duration,
 }
@@ -106,7 +109,7 @@ pub fn improve(
         .map_err(|e| backend(format!("the starting solution is invalid: {e}")))?;
     let mut current = start.clone();
     let mut makespan = start_makespan;
-    let (mut windows, mut improved, mut mode_changes) = (0, 0, 0);
+    let (mut windows, mut improved, mut mode_changes, mut skipped) = (0, 0, 0, 0);
     let out_of_time = |began: Instant| {
         limits.time_limit.is_some_and(|t| began.elapsed() >= t)
             || limits.cancel.as_ref().is_some_and(|c| c.is_cancelled())
@@ -125,9 +128,17 @@ pub fn improve(
                 break 'rounds;
             }
             windows += 1;
-            let Some(candidate) =
-                solve_window(problem, &current, r, solver, config, limits, window_limit)?
-            else {
+            let found =
+                match solve_window(problem, &current, r, solver, config, limits, window_limit) {
+                    Ok(found) => found,
+                    // A window too large for this solver's encoding is skipped, not fatal.
+                    Err(SolveError::Unsupported { .. }) => {
+                        skipped += 1;
+                        None
+                    }
+                    Err(e) => return Err(e),
+                };
+            let Some(candidate) = found else {
                 continue;
             };
             let m = check_modal(problem, &candidate)
@@ -161,6 +172,7 @@ pub fn improve(
         windows,
         improved,
         mode_changes,
+        skipped,
         elapsed: began.elapsed(),
     })
 }
@@ -506,6 +518,41 @@ mod tests {
         let sgs = Registry::with_builtin().get("sgs").unwrap();
         let best = brute_force(&m, sgs.as_ref(), &limits).unwrap();
         assert_eq!(best.makespan, Some(12));
+    }
+
+    /// A solver that takes no window.
+    struct TooSmall;
+
+    impl ModalSolver for TooSmall {
+        fn name(&self) -> &str {
+            "too-small"
+        }
+
+        fn solve_modal(
+            &self,
+            _: &ModalProblem,
+            _: &Limits,
+            _: Option<&ModalSolution>,
+        ) -> Result<ModalOutcome, SolveError> {
+            Err(SolveError::Unsupported {
+                solver: "too-small".into(),
+                reason: "every window is too large".into(),
+            })
+        }
+    }
+
+    #[test]
+    fn windows_a_solver_refuses_are_skipped_and_the_start_kept() {
+        let m = interaction();
+        let both = ModalSolution {
+            modes: vec![1, 1],
+            starts: vec![0, 0, 0, 0, 9],
+        };
+        let limits = Limits::with_time_limit(Duration::from_secs(10));
+        let r = improve(&m, &both, &TooSmall, &JointConfig::default(), &limits).unwrap();
+        assert_eq!((r.makespan, r.improved), (18, 0));
+        assert_eq!(r.skipped, r.windows);
+        assert!(r.windows >= 2);
     }
 
     #[test]
