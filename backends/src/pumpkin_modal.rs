@@ -320,9 +320,35 @@ impl Model {
                 vars
             })
             .collect();
+        // Presence: a mode's literal, or for an activity that several modes share, a literal
+        // equivalent to their disjunction (one per distinct set).
+        let mut shared: std::collections::BTreeMap<(usize, u128), DomainId> =
+            std::collections::BTreeMap::new();
+        for a in p.ids() {
+            let m = problem.membership(a);
+            let Membership::Modes { region, set } = m else {
+                continue;
+            };
+            if set.count_ones() < 2 || shared.contains_key(&(region, set)) {
+                continue;
+            }
+            let v = solver.new_bounded_integer(0, 1);
+            let ks = m.modes();
+            for &k in &ks {
+                solver.add_clause([off(modes[region][k]), on(v)], tag);
+            }
+            solver.add_clause(
+                std::iter::once(off(v)).chain(ks.iter().map(|&k| on(modes[region][k]))),
+                tag,
+            );
+            shared.insert((region, set), v);
+        }
         let presence = |a: ActivityId| match problem.membership(a) {
             Membership::Mandatory => None,
-            Membership::Mode { region, mode } => Some(modes[region][mode]),
+            Membership::Modes { region, set } if set.count_ones() == 1 => {
+                Some(modes[region][set.trailing_zeros() as usize])
+            }
+            Membership::Modes { region, set } => Some(shared[&(region, set)]),
         };
 
         // Starts, with the parking slots of the optional activities.
@@ -377,12 +403,16 @@ impl Model {
                 (Some(x), None) | (None, Some(x)) => Some(x),
                 (Some(x), Some(y)) if x == y => Some(x),
                 (Some(x), Some(y)) => {
-                    let same_region = matches!(
+                    // Two activities of one region whose mode sets are disjoint are never
+                    // present together.
+                    let never = matches!(
                         (problem.membership(pr.from), problem.membership(pr.to)),
-                        (Membership::Mode { region: r1, .. }, Membership::Mode { region: r2, .. })
-                            if r1 == r2
+                        (
+                            Membership::Modes { region: r1, set: s1 },
+                            Membership::Modes { region: r2, set: s2 }
+                        ) if r1 == r2 && s1 & s2 == 0
                     );
-                    if same_region {
+                    if never {
                         continue;
                     }
                     let c = solver.new_bounded_integer(0, 1);
@@ -403,10 +433,11 @@ impl Model {
         let makespan =
             solver.new_bounded_integer(fit(bound, "the lower bound")?, fit(cap, "the cap")?);
         for a in p.ids() {
-            let covered = p.successors(a).iter().any(|arc| {
-                let mb = problem.membership(arc.activity);
-                mb == Membership::Mandatory || mb == problem.membership(a)
-            });
+            // Some successor is present whenever `a` is.
+            let covered = p
+                .successors(a)
+                .iter()
+                .any(|arc| problem.binds_with(arc.activity, a));
             if covered {
                 continue;
             }

@@ -9,10 +9,11 @@
 //! - **Regions.** Candidates whose contexts share an op are alternatives of one region (the
 //!   contexts of one collective always share it). A region's ops are the union of its
 //!   candidates' contexts.
-//! - **Modes.** Mode 0 of a region is its ops unchanged; mode `k` is candidate `k`'s rewrite of
-//!   them: the chunks and joins of the ops in its context, and a copy of the region's other
-//!   ops (named `<name>@<k>` with the region, so every mode is a complete replacement of the
-//!   region). Ops outside every region are mandatory.
+//! - **Modes.** Mode 0 of a region is its ops unchanged; mode `k` applies a set of compatible
+//!   candidates (disjoint contexts, one per collective): the chunks and joins of the ops in
+//!   their contexts (named `<name>@<k>`), and the region's other ops, which it *shares* with
+//!   mode 0 (one instance, present in every mode that leaves it unchanged, so the union does
+//!   not grow with copies). Ops outside every region are mandatory.
 //! - **Dependencies.** Within a mode, those of its rewrite. Between a region's op and an op
 //!   outside the region, every instance pair: a producer is read through its instance in each
 //!   mode (the op itself, its copy, or its join), a consumer reads through its instance in
@@ -53,7 +54,8 @@ pub struct UnionRegion {
     pub name: String,
     /// The original ops of the region (the union of its candidates' contexts).
     pub ops: Vec<OpId>,
-    /// Union-graph ops of each mode; mode 0 is the region unchanged.
+    /// Union-graph ops of each mode; mode 0 is the region unchanged. An op that a mode leaves
+    /// unchanged is shared: it is in mode 0 and in that mode.
     pub modes: Vec<Vec<OpId>>,
     /// The candidates (indices into [`union`]'s list) each mode applies; empty for mode 0.
     pub candidates: Vec<Vec<usize>>,
@@ -66,8 +68,9 @@ pub struct Union {
     pub graph: Graph,
     /// The regions.
     pub regions: Vec<UnionRegion>,
-    /// For each union op, `(region, mode)`, or `None` when it is mandatory.
-    pub membership: Vec<Option<(usize, usize)>>,
+    /// For each union op, `(region, modes)` with one bit per mode it is present in, or `None`
+    /// when it is mandatory.
+    pub membership: Vec<Option<(usize, u128)>>,
     /// For each union op, the original op it comes from and how.
     pub origin: Vec<Origin>,
 }
@@ -75,7 +78,7 @@ pub struct Union {
 impl Union {
     /// Whether union op `o` is present when region `r` runs in mode `modes[r]`.
     pub fn present(&self, o: OpId, modes: &[usize]) -> bool {
-        self.membership[o.0].is_none_or(|(r, m)| modes[r] == m)
+        self.membership[o.0].is_none_or(|(r, set)| modes[r] < 128 && set >> modes[r] & 1 == 1)
     }
 
     /// The graph of one mode choice: the present ops in union order, with the dependencies
@@ -305,11 +308,31 @@ pub fn union(
     let region_cands: Vec<Vec<usize>> = (0..region_modes.len())
         .map(|r| (0..k).filter(|&e| region_of_cand[e] == r).collect())
         .collect();
+    // The ops each mode rewrites; the others it shares with mode 0 (one instance).
+    let touched: Vec<BTreeSet<OpId>> = region_modes
+        .iter()
+        .flat_map(|sets| {
+            sets.iter().map(|set| {
+                set.iter()
+                    .flat_map(|&c| candidates[c].context.ops.iter().copied())
+                    .collect()
+            })
+        })
+        .collect();
+    let untouched_set = |w: OpId, r: usize| -> u128 {
+        let mut bits = 1u128;
+        for &i in &region_cands[r] {
+            if !touched[i].contains(&w) {
+                bits |= 1u128 << mode_of[i];
+            }
+        }
+        bits
+    };
     // Union ops, sorted by (original position, mode, position in the rewrite).
     struct Entry {
         key: (usize, usize, usize),
         op: Op,
-        member: Option<(usize, usize)>,
+        member: Option<(usize, u128)>,
         origin: Origin,
         source: Option<(usize, OpId)>,
     }
@@ -318,37 +341,81 @@ pub fn union(
         entries.push(Entry {
             key: (o.0, 0, 0),
             op: graph.op(o).clone(),
-            member: region_of[o.0].map(|r| (r, 0)),
+            member: region_of[o.0].map(|r| (r, untouched_set(o, r))),
             origin: Origin::Copy(o),
             source: None,
         });
     }
+    // Chunks and joins belong to a candidate: one instance, present in every mode whose set
+    // holds the candidate (its neighbours' instances differ by mode, and each dependency
+    // binds only when both ends are present).
+    let mut shared_entry: BTreeMap<(usize, usize, usize), usize> = BTreeMap::new();
+    let mut sources: Vec<(usize, OpId, (usize, usize, usize))> = Vec::new();
     for (i, rw) in rewritten.iter().enumerate() {
         let r = region_of_cand[i];
+        let set = &region_modes[r][mode_of[i] - 1];
         for x in rw.graph.ids() {
             let w = rw.origin[x.0].op();
-            if region_of[w.0] != Some(r) {
+            // Copies are the shared original; only chunks and joins are new.
+            if region_of[w.0] != Some(r) || matches!(rw.origin[x.0], Origin::Copy(_)) {
                 continue;
             }
-            let mut op = rw.graph.op(x).clone();
-            op.name = format!("{}@{}", op.name, i + 1);
-            entries.push(Entry {
-                key: (w.0, i + 1, x.0),
-                op,
-                member: Some((r, mode_of[i])),
-                origin: rw.origin[x.0],
-                source: Some((i, x)),
-            });
+            let c = *set
+                .iter()
+                .find(|&&c| candidates[c].context.ops.contains(&w))
+                .ok_or_else(|| DecompError::CheckFailed {
+                    reason: format!(
+                        "a mode splits `{}` with none of its candidates",
+                        graph.op(w).name
+                    ),
+                })?;
+            let role = match rw.origin[x.0] {
+                Origin::Chunk { index, .. } => index as usize,
+                _ => usize::MAX,
+            };
+            let key = (w.0, c + 1, role);
+            let bit = 1u128 << mode_of[i];
+            match shared_entry.get(&key) {
+                Some(&e) => {
+                    if let Some((_, set)) = entries[e].member.as_mut() {
+                        *set |= bit;
+                    }
+                }
+                None => {
+                    let mut op = rw.graph.op(x).clone();
+                    op.name = format!("{}@{}", op.name, c + 1);
+                    shared_entry.insert(key, entries.len());
+                    entries.push(Entry {
+                        key,
+                        op,
+                        member: Some((r, bit)),
+                        origin: rw.origin[x.0],
+                        source: Some((i, x)),
+                    });
+                }
+            }
+            sources.push((i, x, key));
         }
     }
     entries.sort_by_key(|e| e.key);
     let mut original_id = vec![OpId(0); graph.len()];
     let mut cand_id: Vec<BTreeMap<OpId, OpId>> = vec![BTreeMap::new(); k];
+    let mut id_of_key: BTreeMap<(usize, usize, usize), OpId> = BTreeMap::new();
     for (u, e) in entries.iter().enumerate() {
         match e.source {
             None => original_id[e.key.0] = OpId(u),
-            Some((i, x)) => {
-                cand_id[i].insert(x, OpId(u));
+            Some(_) => {
+                id_of_key.insert(e.key, OpId(u));
+            }
+        }
+    }
+    for &(i, x, key) in &sources {
+        cand_id[i].insert(x, id_of_key[&key]);
+    }
+    for (i, rw) in rewritten.iter().enumerate() {
+        for x in rw.graph.ids() {
+            if let Origin::Copy(w) = rw.origin[x.0] {
+                cand_id[i].insert(x, original_id[w.0]);
             }
         }
     }
@@ -360,6 +427,10 @@ pub fn union(
             return Ok(v);
         };
         for &i in &region_cands[r] {
+            if !touched[i].contains(&w) {
+                // This mode shares the original.
+                continue;
+            }
             let rw = &rewritten[i];
             let mine: Vec<OpId> = rw
                 .graph
@@ -369,7 +440,7 @@ pub fn union(
             let pick: Vec<OpId> = mine
                 .into_iter()
                 .filter(|x| match rw.origin[x.0] {
-                    Origin::Copy(_) => true,
+                    Origin::Copy(_) => false,
                     Origin::Join(_) => producer,
                     Origin::Chunk { .. } => !producer,
                     #[allow(unreachable_patterns)]
@@ -450,8 +521,12 @@ pub fn union(
         })
         .collect();
     for (u, m) in membership.iter().enumerate() {
-        if let Some((r, mode)) = *m {
-            regions[r].modes[mode].push(OpId(u));
+        if let Some((r, set)) = *m {
+            for (mode, ops) in regions[r].modes.iter_mut().enumerate() {
+                if set >> mode & 1 == 1 {
+                    ops.push(OpId(u));
+                }
+            }
         }
     }
     Ok(Union {

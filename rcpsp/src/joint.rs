@@ -3,18 +3,21 @@
 //!
 //! The odd-even driver ([`crate::oddeven`]) makes exact scheduling scale by solving windows
 //! of the current order while everything else stays fixed. [`improve`] does the same for a
-//! [`ModalProblem`], with one window per region:
+//! [`ModalProblem`], with windows anchored on the alternatives:
 //!
-//! - **Window.** The region's present activities, the `neighbours` present activities before
-//!   and after them in the current order (by start), and every activity of the region's other
-//!   modes. Every other region whose present activities all lie in the window is decided by
-//!   it too (all its modes join). Its time span `[t0, t1]` is the current one of its present
+//! - **Window.** Anchored on one alternative: for a region and another of its modes, the
+//!   positions (in the current order by start) of the present activities that mode would
+//!   remove, if they span at most [`JointConfig::max_span`] positions, plus `neighbours`
+//!   present activities on each side. Every region may take, besides its current mode, each
+//!   mode whose removals all lie in the window (its added activities join the window); the
+//!   window decides them together. Its time span `[t0, t1]` is the current one of its present
 //!   activities.
-//! - **Sub-problem.** A modal problem with those regions (their modes unchanged; the window's
-//!   other activities mandatory, other regions' absent modes left out). Outside present activities stay where they are: a
-//!   predecessor outside gives a release date, a successor outside a deadline, and every one
-//!   that runs during the span is pinned, clipped to the span, so the capacity it takes is
-//!   taken. Every window activity finishes by `t1`; the objective is the window's makespan.
+//! - **Sub-problem.** A modal problem with those regions and modes (the window's other
+//!   activities mandatory, activities of modes it cannot take left out). Outside present
+//!   activities stay where they are: a predecessor outside gives a release date, a successor
+//!   outside a deadline, and every one that runs during the span is pinned, clipped to the
+//!   span, so the capacity it takes is taken. Every window activity finishes by `t1`; the
+//!   objective is the window's makespan.
 //! - **Coarse time.** Times are measured from `t0` in units of `q = ceil((t1 - t0) /`
 //!   [`JointConfig::resolution`]`)` and floored, so the floored current solution is feasible
 //!   and is the solve's starting solution (as in the odd-even driver); the answer is used for
@@ -25,7 +28,7 @@
 //!   the current solution only when its makespan is shorter, or equal with a smaller sum of
 //!   finish times (a left shift that later windows can use).
 //!
-//! Rounds visit the regions in order of their current start until a round changes nothing,
+//! Rounds visit the anchors in order of their position until a round changes nothing,
 //! `rounds` is reached or the time limit runs out. Every solution kept passes
 //! [`check_modal`]. Cost per window: one exact modal solve (bounded by
 //! [`JointConfig::window_time_limit`]) plus O((n + m) log n) to decode.
@@ -50,6 +53,9 @@ pub struct JointConfig {
     pub rounds: usize,
     /// Time units across a window (see the module docs).
     pub resolution: Time,
+    /// Widest change (positions in the current order between the first and the last
+    /// activity a mode removes) a window is anchored on; wider changes are not tried.
+    pub max_span: usize,
 }
 
 impl Default for JointConfig {
@@ -59,6 +65,7 @@ impl Default for JointConfig {
             window_time_limit: Duration::from_millis(500),
             rounds: 3,
             resolution: 1_000,
+            max_span: 96,
         }
     }
 }
@@ -116,7 +123,7 @@ pub fn improve(
     };
     'rounds: for _ in 0..config.rounds {
         let mut changed = false;
-        for r in region_order(problem, &current) {
+        for (r, lo, hi) in anchors(problem, &current, config.max_span) {
             if out_of_time(began) {
                 break 'rounds;
             }
@@ -128,16 +135,23 @@ pub fn improve(
                 break 'rounds;
             }
             windows += 1;
-            let found =
-                match solve_window(problem, &current, r, solver, config, limits, window_limit) {
-                    Ok(found) => found,
-                    // A window too large for this solver's encoding is skipped, not fatal.
-                    Err(SolveError::Unsupported { .. }) => {
-                        skipped += 1;
-                        None
-                    }
-                    Err(e) => return Err(e),
-                };
+            let found = match solve_window(
+                problem,
+                &current,
+                (r, lo, hi),
+                solver,
+                config,
+                limits,
+                window_limit,
+            ) {
+                Ok(found) => found,
+                // A window too large for this solver's encoding is skipped, not fatal.
+                Err(SolveError::Unsupported { .. }) => {
+                    skipped += 1;
+                    None
+                }
+                Err(e) => return Err(e),
+            };
             let Some(candidate) = found else {
                 continue;
             };
@@ -177,31 +191,64 @@ pub fn improve(
     })
 }
 
-/// Regions by the current start of their present activities.
-fn region_order(problem: &ModalProblem, s: &ModalSolution) -> Vec<usize> {
-    let mut v: Vec<(Time, usize)> = problem
-        .regions()
+/// The activities present now that region `x`'s mode `k` removes.
+fn removed(problem: &ModalProblem, s: &ModalSolution, x: usize, k: usize) -> Vec<ActivityId> {
+    let region = &problem.regions()[x];
+    region.modes[s.modes[x]]
         .iter()
-        .enumerate()
-        .map(|(r, region)| {
-            let t = region.modes[s.modes[r]]
-                .iter()
-                .map(|a| s.starts[a.index()])
-                .min()
-                .unwrap_or(0);
-            (t, r)
-        })
-        .collect();
-    v.sort_unstable();
-    v.into_iter().map(|(_, r)| r).collect()
+        .copied()
+        .filter(|&a| !problem.membership(a).in_mode(k))
+        .collect()
 }
 
-/// Solves region `r`'s window and decodes the answer; `None` when the solve found nothing.
+/// The windows of a round: for each region and each other mode, the span of positions (in
+/// the current order by start) of what the mode would remove, at most `max_span` wide;
+/// duplicates dropped; by start. A mode that removes nothing is anchored at its region's
+/// present activities.
+fn anchors(
+    problem: &ModalProblem,
+    s: &ModalSolution,
+    max_span: usize,
+) -> Vec<(usize, usize, usize)> {
+    let p = problem.problem();
+    let mut order: Vec<ActivityId> = p.ids().filter(|&a| problem.present(a, &s.modes)).collect();
+    order.sort_by_key(|&a| (s.starts[a.index()], a.0));
+    let position: BTreeMap<ActivityId, usize> =
+        order.iter().enumerate().map(|(i, &a)| (a, i)).collect();
+    let mut out: Vec<(usize, usize, usize)> = Vec::new();
+    for (x, region) in problem.regions().iter().enumerate() {
+        for k in 0..region.modes.len() {
+            if k == s.modes[x] {
+                continue;
+            }
+            let mut gone = removed(problem, s, x, k);
+            if gone.is_empty() {
+                gone = region.modes[s.modes[x]].clone();
+            }
+            let ps: Vec<usize> = gone
+                .iter()
+                .filter_map(|a| position.get(a).copied())
+                .collect();
+            let (Some(&lo), Some(&hi)) = (ps.iter().min(), ps.iter().max()) else {
+                continue;
+            };
+            if hi - lo <= max_span {
+                out.push((x, lo, hi));
+            }
+        }
+    }
+    out.sort_by_key(|&(x, lo, hi)| (lo, hi, x));
+    out.dedup();
+    out
+}
+
+/// Solves the window of positions `lo..=hi` (plus neighbours) for region `r` and decodes the
+/// answer; `None` when the solve found nothing or the window decides no mode of `r`.
 #[allow(clippy::too_many_arguments)]
 fn solve_window(
     problem: &ModalProblem,
     current: &ModalSolution,
-    r: usize,
+    (r, lo, hi): (usize, usize, usize),
     solver: &dyn ModalSolver,
     config: &JointConfig,
     limits: &Limits,
@@ -213,59 +260,53 @@ fn solve_window(
     // The current order of present activities.
     let mut order: Vec<ActivityId> = p.ids().filter(|&a| present(a)).collect();
     order.sort_by_key(|&a| (current.starts[a.index()], a.0));
-    let position: BTreeMap<ActivityId, usize> =
-        order.iter().enumerate().map(|(i, &a)| (a, i)).collect();
-    let region = &problem.regions()[r];
-    let mine = &region.modes[current.modes[r]];
-    let (lo, hi) = if mine.is_empty() {
-        // An empty mode: the window is its neighbours' around the region's other modes'
-        // earliest positions; use the order's middle by the other modes' predecessors.
-        let anchor = region
-            .modes
-            .iter()
-            .flatten()
-            .flat_map(|&a| p.predecessors(a).iter().map(|arc| arc.activity))
-            .filter_map(|q| position.get(&q).copied())
-            .max()
-            .unwrap_or(0);
-        (anchor, anchor)
-    } else {
-        let ps: Vec<usize> = mine.iter().map(|a| position[a]).collect();
-        (
-            *ps.iter().min().expect("non-empty"),
-            *ps.iter().max().expect("non-empty"),
-        )
-    };
     let from = lo.saturating_sub(config.neighbours);
     let to = (hi + config.neighbours + 1).min(order.len());
     let mut in_window = vec![false; p.len()];
     for &a in &order[from..to] {
         in_window[a.index()] = true;
     }
-    // The regions the window decides: `r`, and every other whose present activities all lie
-    // in it (and that has some).
-    let free: Vec<usize> = (0..problem.regions().len())
-        .filter(|&x| {
-            x == r || {
-                let now = &problem.regions()[x].modes[current.modes[x]];
-                !now.is_empty() && now.iter().all(|a| in_window[a.index()])
-            }
+    // The modes the window may choose: per region, the current one and every mode whose
+    // change (the present activities it removes) lies inside the window. A region with another
+    // choice than its current mode is decided by the window.
+    let allowed: Vec<Vec<usize>> = (0..problem.regions().len())
+        .map(|x| {
+            (0..problem.regions()[x].modes.len())
+                .filter(|&k| {
+                    k == current.modes[x]
+                        || removed(problem, current, x, k)
+                            .iter()
+                            .all(|a| in_window[a.index()])
+                })
+                .collect()
         })
         .collect();
-    let mut is_free = vec![false; problem.regions().len()];
+    let free: Vec<usize> = (0..problem.regions().len())
+        .filter(|&x| allowed[x].len() > 1)
+        .collect();
+    if !free.contains(&r) {
+        return Ok(None);
+    }
+    // The activities the allowed modes would add join the window; present ones outside it
+    // stay where they are (every allowed mode keeps them).
+    let mut in_allowed = vec![false; p.len()];
     for &x in &free {
-        is_free[x] = true;
-        for &a in problem.regions()[x].modes.iter().flatten() {
-            in_window[a.index()] = true;
+        for &k in &allowed[x] {
+            for &a in &problem.regions()[x].modes[k] {
+                in_allowed[a.index()] = true;
+                if !present(a) {
+                    in_window[a.index()] = true;
+                }
+            }
         }
     }
-    // Never take activities of the other regions' absent modes.
+    // Never take activities of modes the window cannot choose.
     let window: Vec<ActivityId> = p
         .ids()
         .filter(|&a| in_window[a.index()])
         .filter(|&a| match problem.membership(a) {
             Membership::Mandatory => true,
-            Membership::Mode { region, .. } => is_free[region] || present(a),
+            Membership::Modes { .. } => in_allowed[a.index()] || present(a),
         })
         .collect();
     for a in p.ids() {
@@ -370,10 +411,14 @@ fn solve_window(
             let reg = &problem.regions()[x];
             Region {
                 name: reg.name.clone(),
-                modes: reg
-                    .modes
+                modes: allowed[x]
                     .iter()
-                    .map(|m| m.iter().filter_map(|a| sub_of[a.index()]).collect())
+                    .map(|&k| {
+                        reg.modes[k]
+                            .iter()
+                            .filter_map(|a| sub_of[a.index()])
+                            .collect()
+                    })
                     .collect(),
             }
         })
@@ -399,7 +444,15 @@ fn solve_window(
         starts[i] = act.release;
     }
     let initial = ModalSolution {
-        modes: free.iter().map(|&x| current.modes[x]).collect(),
+        modes: free
+            .iter()
+            .map(|&x| {
+                allowed[x]
+                    .iter()
+                    .position(|&k| k == current.modes[x])
+                    .expect("the current mode is allowed")
+            })
+            .collect(),
         starts,
     };
     if check_modal(&modal, &initial).is_err() {
@@ -417,7 +470,7 @@ fn solve_window(
     // Decode: new modes, order by new (window) or current (outside) start.
     let mut modes = current.modes.clone();
     for (i, &x) in free.iter().enumerate() {
-        modes[x] = found.modes[i];
+        modes[x] = allowed[x][found.modes[i]];
     }
     let key = |a: ActivityId| -> Time {
         match sub_of[a.index()] {

@@ -1,7 +1,7 @@
 //! RCPSP with alternative modes per region: the model of joint decomposition and scheduling.
 //!
 //! A [`ModalProblem`] is a [`Problem`] whose activities are either *mandatory* or belong to
-//! exactly one *mode* of one *region*. A solution chooses one mode per region and a start for
+//! one or more *modes* of one *region*. A solution chooses one mode per region and a start for
 //! every activity: the activities of the chosen modes and the mandatory ones are *present*,
 //! those of the other modes are *absent*. Absent activities use no resource, do not count in
 //! the makespan, and every precedence with an absent end is void. What remains, the
@@ -43,18 +43,42 @@ pub struct Region {
     pub modes: Vec<Vec<ActivityId>>,
 }
 
+/// Most modes of one region (a mode set is a 128-bit mask).
+pub const MAX_REGION_MODES: usize = 128;
+
 /// Where an activity belongs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Membership {
     /// Present in every solution.
     Mandatory,
-    /// Present when its region runs in this mode.
-    Mode {
+    /// Present when its region runs in one of a set of modes (an activity that several
+    /// modes share, such as an op that a decomposition leaves unchanged).
+    Modes {
         /// The region's index.
         region: usize,
-        /// The mode's index in the region.
-        mode: usize,
+        /// The modes, one bit each (bit `k` for mode `k`).
+        set: u128,
     },
+}
+
+impl Membership {
+    /// Whether the activity is present when its region (if any) runs in `mode`.
+    pub fn in_mode(self, mode: usize) -> bool {
+        match self {
+            Membership::Mandatory => true,
+            Membership::Modes { set, .. } => mode < MAX_REGION_MODES && set >> mode & 1 == 1,
+        }
+    }
+
+    /// The modes of the set, in order (empty for a mandatory activity).
+    pub fn modes(self) -> Vec<usize> {
+        match self {
+            Membership::Mandatory => Vec::new(),
+            Membership::Modes { set, .. } => (0..MAX_REGION_MODES)
+                .filter(|k| set >> k & 1 == 1)
+                .collect(),
+        }
+    }
 }
 
 /// A problem with regions of alternative modes (see the module docs).
@@ -145,8 +169,9 @@ impl Reduced {
 }
 
 impl ModalProblem {
-    /// A modal problem; errors when a region has no mode, names an unknown activity, or an
-    /// activity is in two modes.
+    /// A modal problem; errors when a region has no mode or more than
+    /// [`MAX_REGION_MODES`], names an unknown activity, or an activity is in modes of two
+    /// regions or twice in one mode. An activity may be in several modes of one region.
     pub fn new(problem: Problem, regions: Vec<Region>) -> Result<ModalProblem, ModalError> {
         let n = problem.len();
         let mut membership = vec![Membership::Mandatory; n];
@@ -154,6 +179,15 @@ impl ModalProblem {
             if region.modes.is_empty() {
                 return Err(ModalError::NoMode {
                     region: region.name.clone(),
+                });
+            }
+            if region.modes.len() > MAX_REGION_MODES {
+                return Err(ModalError::InvalidChoice {
+                    reason: format!(
+                        "region `{}` has {} modes, more than {MAX_REGION_MODES}",
+                        region.name,
+                        region.modes.len()
+                    ),
                 });
             }
             for (m, acts) in region.modes.iter().enumerate() {
@@ -166,18 +200,29 @@ impl ModalProblem {
                             len: n,
                         });
                     }
-                    if let Membership::Mode {
-                        region: r0,
-                        mode: m0,
-                    } = membership[a.index()]
-                    {
-                        return Err(ModalError::TwoModes {
-                            activity: problem.activity(a).name.clone(),
-                            first: format!("{}/{m0}", regions[r0].name),
-                            second: format!("{}/{m}", region.name),
-                        });
-                    }
-                    membership[a.index()] = Membership::Mode { region: r, mode: m };
+                    let bit = 1u128 << m;
+                    membership[a.index()] = match membership[a.index()] {
+                        Membership::Mandatory => Membership::Modes {
+                            region: r,
+                            set: bit,
+                        },
+                        Membership::Modes { region: r0, set } if r0 == r && set & bit == 0 => {
+                            Membership::Modes {
+                                region: r,
+                                set: set | bit,
+                            }
+                        }
+                        Membership::Modes { region: r0, set } => {
+                            let m0 = (0..MAX_REGION_MODES)
+                                .find(|k| set >> k & 1 == 1)
+                                .unwrap_or(0);
+                            return Err(ModalError::TwoModes {
+                                activity: problem.activity(a).name.clone(),
+                                first: format!("{}/{m0}", regions[r0].name),
+                                second: format!("{}/{m}", region.name),
+                            });
+                        }
+                    };
                 }
             }
         }
@@ -207,7 +252,7 @@ impl ModalProblem {
     pub fn present(&self, a: ActivityId, modes: &[usize]) -> bool {
         match self.membership[a.index()] {
             Membership::Mandatory => true,
-            Membership::Mode { region, mode } => modes[region] == mode,
+            m @ Membership::Modes { region, .. } => m.in_mode(modes[region]),
         }
     }
 
@@ -283,11 +328,21 @@ impl ModalProblem {
     }
 
     /// Whether the precedence between `a` and `b` binds in every solution where `b` is
-    /// present: `a` is mandatory, or `a` and `b` are in the same mode.
+    /// present: `a` is mandatory, or `a` is present in every mode of its region where `b` is.
     pub fn binds_with(&self, a: ActivityId, b: ActivityId) -> bool {
-        match self.membership[a.index()] {
-            Membership::Mandatory => true,
-            m => m == self.membership[b.index()],
+        match (self.membership[a.index()], self.membership[b.index()]) {
+            (Membership::Mandatory, _) => true,
+            (
+                Membership::Modes {
+                    region: ra,
+                    set: sa,
+                },
+                Membership::Modes {
+                    region: rb,
+                    set: sb,
+                },
+            ) => ra == rb && sb & !sa == 0,
+            (Membership::Modes { .. }, Membership::Mandatory) => false,
         }
     }
 
@@ -597,6 +652,44 @@ mod tests {
                 assert!(es[a.index()] <= res[i]);
             }
         }
+    }
+
+    #[test]
+    fn an_activity_shared_by_modes_is_present_in_each() {
+        let m = two_modes();
+        // `a` shared by both modes of a region of its own; present under either.
+        let shared = ModalProblem::new(
+            m.problem().clone(),
+            vec![
+                m.regions()[0].clone(),
+                Region {
+                    name: "s".into(),
+                    modes: vec![vec![ActivityId(0)], vec![ActivityId(0), ActivityId(4)]],
+                },
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            shared.membership(ActivityId(0)),
+            Membership::Modes {
+                region: 1,
+                set: 0b11
+            }
+        );
+        assert_eq!(shared.membership(ActivityId(0)).modes(), vec![0, 1]);
+        assert_eq!(shared.reduce(&[0, 0]).unwrap().problem.len(), 2);
+        assert_eq!(shared.reduce(&[0, 1]).unwrap().problem.len(), 3);
+        // c (mode 1 only) is present only with a (modes 0 and 1): the arc a -> ... binds.
+        assert!(shared.binds_with(ActivityId(0), ActivityId(4)));
+        assert!(!shared.binds_with(ActivityId(4), ActivityId(0)));
+        let twice = ModalProblem::new(
+            m.problem().clone(),
+            vec![Region {
+                name: "t".into(),
+                modes: vec![vec![ActivityId(1), ActivityId(1)]],
+            }],
+        );
+        assert!(twice.is_err());
     }
 
     #[test]

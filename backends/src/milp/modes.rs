@@ -4,7 +4,8 @@
 //! # Formulation
 //! For the horizon `H` (the initial solution's makespan, or the problem's horizon):
 //! - `z[r][k]` binary per region `r` and mode `k`, `sum_k z[r][k] = 1`; the presence `p_a` of
-//!   an activity is 1 when it is mandatory and `z[r][k]` for an activity of mode `(r, k)`.
+//!   an activity is 1 when it is mandatory and `sum_{k in K_a} z[r][k]` for an activity of the
+//!   modes `K_a` of region `r`.
 //! - `x[a][t]` binary "starts at `t`" for `t` in `[ES_a, LS_a]`
 //!   ([`ModalProblem::earliest_starts`], [`ModalProblem::latest_starts`]`(H)`, valid for every
 //!   mode choice), with `sum_t x[a][t] = p_a`: an absent activity has no start, hence no
@@ -13,7 +14,7 @@
 //!   `tau` (`x[a][t]` with `tau - d_a < t <= tau`) at most the capacity (Pritsker, Watters and
 //!   Wolfe 1969; multi-mode: Talbot 1982).
 //! - A precedence `a -> b` with lag `l`: when `a` and `b` are present together exactly (both
-//!   mandatory, or in one mode, `p_a = p_b = p`), `S_b - S_a >= (d_a + l) p`; otherwise
+//!   mandatory, or in the same modes, `p_a = p_b = p`), `S_b - S_a >= (d_a + l) p`; otherwise
 //!   `S_b >= S_a + d_a + l - M (2 - p_a - p_b)` with `M = max(LS_a, 0) + d_a + l`, which is
 //!   void as soon as one end is absent (`S = 0` for an absent end).
 //! - Makespan `C >= S_a + d_a p_a` for every activity; minimise `C`.
@@ -159,7 +160,9 @@ impl ModalSolver for MilpModal {
         let presence = |a: concerto_rcpsp::ActivityId| -> Expression {
             match problem.membership(a) {
                 Membership::Mandatory => Expression::from(1.0),
-                Membership::Mode { region, mode } => Expression::from(z[region][mode]),
+                m @ Membership::Modes { region, .. } => {
+                    Model::sum(m.modes().into_iter().map(|k| (1.0, z[region][k])))
+                }
             }
         };
         let mut x: Vec<Vec<(Time, good_lp::Variable, usize)>> = Vec::with_capacity(p.len());

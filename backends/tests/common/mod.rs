@@ -28,7 +28,8 @@ pub(crate) fn interaction() -> ModalProblem {
 }
 
 /// A random modal problem: a chain-free mix of mandatory activities and 1-2 regions of 2-3
-/// modes, on 1-2 resources, precedences along the creation order.
+/// modes (an activity sometimes shared by two modes of its region), on 1-2 resources,
+/// precedences along the creation order.
 pub(crate) fn random_problem(seed: u64) -> ModalProblem {
     let mut s = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let mut next = |m: u64| {
@@ -74,6 +75,14 @@ pub(crate) fn random_problem(seed: u64) -> ModalProblem {
         }
         if let Some((r, k)) = *kind {
             modes[r][k].push(a);
+            // Sometimes shared with another mode of the region (an op a split leaves alone).
+            let others = modes[r].len();
+            if next(4) == 0 {
+                let j = next(others as u64) as usize;
+                if j != k {
+                    modes[r][j].push(a);
+                }
+            }
         }
         acts.push(a);
     }
