@@ -32,6 +32,9 @@ pub(crate) struct AblationArgs {
     /// Solver options (the hardware is per row; `--decompose` and `--fuse` are set per table).
     #[command(flatten)]
     pub(crate) opts: OptimizeOpts,
+    /// Only the rows whose name contains this (e.g. `PCIe`, `zero3`).
+    #[arg(long, value_name = "PATTERN")]
+    pub(crate) only: Option<String>,
     /// Print one JSON object (`ablation` and `fusion` arrays) instead of the tables.
     #[arg(long)]
     pub(crate) json: bool,
@@ -164,7 +167,8 @@ fn ms(ns: u64) -> String {
 pub(crate) fn run(args: &AblationArgs) -> Result<(), Failure> {
     let mut worse = Vec::new();
     let mut ablation = Vec::new();
-    for s in ablation_settings() {
+    let wanted = |name: &str| args.only.as_deref().is_none_or(|p| name.contains(p));
+    for s in ablation_settings().into_iter().filter(|s| wanted(s.name)) {
         let began = Instant::now();
         let mut opts = args.opts.clone();
         opts.hardware = s.hardware.to_string();
@@ -209,7 +213,7 @@ pub(crate) fn run(args: &AblationArgs) -> Result<(), Failure> {
         ablation.push(row);
     }
     let mut fusion = Vec::new();
-    for s in fusion_settings() {
+    for s in fusion_settings().into_iter().filter(|s| wanted(s.name)) {
         let began = Instant::now();
         let mut opts = args.opts.clone();
         opts.hardware = s.hardware.to_string();

@@ -519,3 +519,54 @@ fn fuse_on_reports_the_fused_schedule_never_longer_than_unfused() {
     );
     assert!(v["buckets"].as_u64().is_some(), "{v}");
 }
+
+#[test]
+fn bench_ablation_reports_the_shape_and_the_fusion_rows() {
+    let o = concerto(&[
+        "bench",
+        "ablation",
+        "--only",
+        "dp8",
+        "--time-limit",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["ablation"].as_array().unwrap().is_empty(), "{v}");
+    let rows = v["fusion"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{v}");
+    let r = &rows[0];
+    assert_eq!(r["gpus"], 8);
+    let (s, f) = (
+        r["optimized_ns"].as_u64().unwrap(),
+        r["fused_ns"].as_u64().unwrap(),
+    );
+    assert!(f <= s && s <= r["baseline_ns"].as_u64().unwrap(), "{r}");
+    let calls = r["collective_calls"].as_array().unwrap();
+    assert!(
+        calls[1].as_u64().unwrap() <= calls[0].as_u64().unwrap(),
+        "{r}"
+    );
+    // One ablation row: baseline >= S >= S+AD, and `shape` says whether both are strict.
+    let o = concerto(&[
+        "bench",
+        "ablation",
+        "--only",
+        "(1,16,1) bf16",
+        "--time-limit",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let r = &v["ablation"][0];
+    let (b, s, d) = (
+        r["baseline_ns"].as_u64().unwrap(),
+        r["optimized_ns"].as_u64().unwrap(),
+        r["decomposed_ns"].as_u64().unwrap(),
+    );
+    assert!(b >= s && s >= d, "{r}");
+    assert_eq!(r["shape"].as_bool().unwrap(), b > s && s > d, "{r}");
+    assert_eq!(r["hardware"], "h100");
+}
