@@ -23,7 +23,8 @@
 //! horizons, such as the coarse windows of [`concerto_rcpsp::joint`].
 //!
 //! # Solve
-//! The initial solution is a complete warm start (microlp, HiGHS); CBC, which gets no warm
+//! Without an initial solution, mode 0 everywhere scheduled by the serial SGS gives one (and
+//! the horizon). The initial solution is a complete warm start (microlp, HiGHS); CBC, which gets no warm
 //! start (see the module docs of [`super`]), searches for `C <= H - 1`, where infeasibility
 //! proves the initial solution optimal. Statuses map as in the RCPSP MILP: optimal, time limit
 //! with or without a solution, infeasible; the backend's dual bound is the lower bound.
@@ -35,6 +36,21 @@ use concerto_rcpsp::{
 use good_lp::Expression;
 
 use super::{Backend, Milp, Model, RawStatus, RunOptions};
+
+/// A solution with mode 0 in every region: the serial SGS of its reduced problem in
+/// topological order; `None` when that problem has time windows the SGS may miss.
+fn default_start(problem: &ModalProblem) -> Option<ModalSolution> {
+    let modes = vec![0; problem.regions().len()];
+    let reduced = problem.reduce(&modes).ok()?;
+    let rp = &reduced.problem;
+    let list = concerto_rcpsp::ActivityList::new(rp, rp.topological_order().to_vec()).ok()?;
+    let schedule = concerto_rcpsp::sgs::serial(rp, &list);
+    concerto_rcpsp::check(rp, &schedule).ok()?;
+    Some(ModalSolution {
+        starts: reduced.expand(&schedule, problem.problem().len()),
+        modes,
+    })
+}
 
 /// Most start binaries a modal model may have.
 pub const MAX_MODAL_BINARIES: usize = 200_000;
@@ -74,6 +90,14 @@ impl ModalSolver for MilpModal {
         };
         clean.validate(p)?;
         let clock = limits.clock();
+        // Without a start, the serial SGS of the default modes (0 everywhere) in topological
+        // order gives one: its makespan is the horizon, far below the problem's sum of
+        // durations, which keeps the time-indexed model small.
+        let own_start = match initial {
+            Some(_) => None,
+            None => default_start(problem),
+        };
+        let initial = initial.or(own_start.as_ref());
         let initial_makespan = match initial {
             Some(s) => Some(
                 check_modal(problem, s).map_err(|e| SolveError::InvalidLimits {
