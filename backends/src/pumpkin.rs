@@ -596,29 +596,39 @@ struct SmallestStart {
 
 impl Brancher for SmallestStart {
     fn next_decision(&mut self, context: &mut SelectionContext<'_>) -> Option<Predicate> {
-        let mut best: Option<(i32, i32, DomainId)> = None;
-        for &s in &self.starts {
-            if context.is_integer_fixed(s) {
-                continue;
-            }
-            let key = (context.lower_bound(s), context.upper_bound(s));
-            if best.is_none_or(|(lb, ub, _)| key < (lb, ub)) {
-                best = Some((key.0, key.1, s));
-            }
-        }
-        if let Some((lb, _, s)) = best {
-            return Some(predicate![s <= lb]);
-        }
-        let m = self.makespan;
-        (!context.is_integer_fixed(m)).then(|| {
-            let lb = context.lower_bound(m);
-            predicate![m <= lb]
-        })
+        smallest_start_decision(context, &self.starts, self.makespan)
     }
 
     fn subscribe_to_events(&self) -> Vec<BrancherEvent> {
         Vec::new()
     }
+}
+
+/// The smallest-start-time decision: the unfixed start with the smallest earliest start
+/// (ties: smallest latest start) starts there; once every start is fixed, the makespan takes
+/// its smallest value; `None` when everything is fixed. O(n) per decision.
+pub(crate) fn smallest_start_decision(
+    context: &mut SelectionContext<'_>,
+    starts: &[DomainId],
+    makespan: DomainId,
+) -> Option<Predicate> {
+    let mut best: Option<(i32, i32, DomainId)> = None;
+    for &s in starts {
+        if context.is_integer_fixed(s) {
+            continue;
+        }
+        let key = (context.lower_bound(s), context.upper_bound(s));
+        if best.is_none_or(|(lb, ub, _)| key < (lb, ub)) {
+            best = Some((key.0, key.1, s));
+        }
+    }
+    if let Some((lb, _, s)) = best {
+        return Some(predicate![s <= lb]);
+    }
+    (!context.is_integer_fixed(makespan)).then(|| {
+        let lb = context.lower_bound(makespan);
+        predicate![makespan <= lb]
+    })
 }
 
 /// Stops a pumpkin call when the cancel flag is raised or a conflict count is reached.

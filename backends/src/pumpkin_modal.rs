@@ -505,24 +505,7 @@ impl Brancher for ModesThenStarts {
                 return Some(predicate![v >= 1]);
             }
         }
-        let mut best: Option<(i32, i32, DomainId)> = None;
-        for &s in &self.starts {
-            if context.is_integer_fixed(s) {
-                continue;
-            }
-            let key = (context.lower_bound(s), context.upper_bound(s));
-            if best.is_none_or(|(lb, ub, _)| key < (lb, ub)) {
-                best = Some((key.0, key.1, s));
-            }
-        }
-        if let Some((lb, _, s)) = best {
-            return Some(predicate![s <= lb]);
-        }
-        let m = self.makespan;
-        (!context.is_integer_fixed(m)).then(|| {
-            let lb = context.lower_bound(m);
-            predicate![m <= lb]
-        })
+        crate::pumpkin::smallest_start_decision(context, &self.starts, self.makespan)
     }
 
     fn subscribe_to_events(&self) -> Vec<BrancherEvent> {
