@@ -171,8 +171,34 @@ impl OddEven {
         if problem.len() <= 2 * self.config.block {
             let mut outcome = self.inner.solve(problem, limits)?;
             outcome.solver = self.name.clone();
+            // The start is the caller's schedule when one was given; the inner solver's answer
+            // never replaces it with a worse one.
+            let start_makespan = match &limits.initial {
+                Some(initial) => {
+                    let m = initial.makespan(problem);
+                    if outcome.makespan.is_none_or(|found| found > m) {
+                        outcome = verified(
+                            problem,
+                            Outcome::with_schedule(
+                                problem,
+                                initial.clone(),
+                                outcome.lower_bound.min(m),
+                                outcome
+                                    .status
+                                    .stop_reason()
+                                    .unwrap_or(StopReason::WorkLimit),
+                                &self.name,
+                                outcome.elapsed,
+                                outcome.work,
+                            ),
+                        )?;
+                    }
+                    m
+                }
+                None => outcome.makespan.unwrap_or(0),
+            };
             return Ok(OddEvenReport {
-                start_makespan: outcome.makespan.unwrap_or(0),
+                start_makespan,
                 start_time: outcome.elapsed,
                 outcome,
                 rounds: Vec::new(),
@@ -741,6 +767,28 @@ mod tests {
         let report = driver(20).run(&p, &Limits::default()).unwrap();
         assert!(report.rounds.is_empty());
         check(&p, report.outcome.schedule.as_ref().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn a_small_problem_reports_the_given_start_not_the_answer() {
+        let p = training_step(&TrainingStep::with_size(10, 1, 1));
+        let good = Heuristic::default()
+            .solve(&p, &Limits::default())
+            .unwrap()
+            .schedule
+            .unwrap();
+        // Every activity 5 later: still valid, 5 longer.
+        let late = Schedule::new(good.starts().iter().map(|s| s + 5).collect());
+        let start_makespan = check(&p, &late).unwrap();
+        let report = driver(20)
+            .run(&p, &Limits::default().initial(late))
+            .unwrap();
+        assert_eq!(report.start_makespan, start_makespan);
+        let m = check(&p, report.outcome.schedule.as_ref().unwrap()).unwrap();
+        assert!(
+            m < start_makespan,
+            "the inner solver improves on the late start"
+        );
     }
 
     #[test]
