@@ -8,7 +8,8 @@
 //! ```
 //!
 //! Flags (each optional, defaults from `PumpkinConfig::default()`): `--time-limit SECS`
-//! (default 30), `--seed N`, `--edge-finding BOOL`, `--dual-probes BOOL`, `--dual-weight X`,
+//! (default 30), `--seed N`, `--threads N` (a portfolio of N searches when 2 or more),
+//! `--portfolio BOOL`, `--edge-finding BOOL`, `--dual-probes BOOL`, `--dual-weight X`,
 //! `--dual-growth BOOL`, `--first-slice N`, `--slice-growth X`, `--luby N`,
 //! `--search sst|vsids|vsids-sst`, `--heuristic-schedules N`. Everything else is a file.
 
@@ -28,12 +29,15 @@ fn run() -> Result<(), String> {
     let mut config = PumpkinConfig::default();
     let mut time_limit = 30.0;
     let mut seed = 0;
+    let mut threads = 1;
     let mut files = Vec::new();
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--time-limit" => time_limit = value(&arg, args.next())?,
             "--seed" => seed = value(&arg, args.next())?,
+            "--threads" => threads = value(&arg, args.next())?,
+            "--portfolio" => config.portfolio = value(&arg, args.next())?,
             "--edge-finding" => config.edge_finding = value(&arg, args.next())?,
             "--dual-probes" => config.dual_probes = value(&arg, args.next())?,
             "--dual-weight" => config.dual_weight = value(&arg, args.next())?,
@@ -60,7 +64,13 @@ fn run() -> Result<(), String> {
     if !(time_limit > 0.0 && f64::is_finite(time_limit)) {
         return Err(format!("--time-limit must be positive, got {time_limit}"));
     }
-    let limits = Limits::with_time_limit(Duration::from_secs_f64(time_limit)).seed(seed);
+    if threads == 0 {
+        return Err("--threads must be at least 1".into());
+    }
+    let limits = Limits {
+        threads,
+        ..Limits::with_time_limit(Duration::from_secs_f64(time_limit)).seed(seed)
+    };
     for path in files {
         let problem = read_problem(&path).map_err(|e| e.to_string())?;
         let began = Instant::now();

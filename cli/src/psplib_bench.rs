@@ -43,9 +43,13 @@ pub(crate) struct PsplibArgs {
     /// `j30*_1.sm`.
     #[arg(long, value_name = "PATTERN")]
     only: Option<String>,
-    /// Instances solved at the same time (each solve gets one thread).
+    /// Instances solved at the same time.
     #[arg(long, default_value_t = 1)]
     jobs: usize,
+    /// Threads of each solve (`pumpkin` runs a portfolio of that many searches). Default: the
+    /// cores divided by `--jobs`, at least 1.
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
     /// Write one CSV row per instance to this file.
     #[arg(long, value_name = "CSV")]
     out: Option<PathBuf>,
@@ -80,6 +84,8 @@ struct Summary {
     dir: String,
     time_limit_s: Option<f64>,
     seed: u64,
+    jobs: usize,
+    threads: usize,
     instances: usize,
     checked: usize,
     proven_optimal: usize,
@@ -313,9 +319,18 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
     if args.jobs == 0 {
         return Err(anyhow::anyhow!("--jobs must be at least 1").into());
     }
+    let threads = match args.threads {
+        Some(0) => return Err(anyhow::anyhow!("--threads must be at least 1").into()),
+        Some(t) => t,
+        None => {
+            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+            (cores / args.jobs).max(1)
+        }
+    };
     let limits = Limits {
         time_limit: time_limit(args.time_limit)?,
         seed: args.seed,
+        threads,
         ..Limits::default()
     };
 
@@ -382,6 +397,8 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
         dir: args.dir.display().to_string(),
         time_limit_s: args.time_limit,
         seed: args.seed,
+        jobs: args.jobs,
+        threads: limits.threads,
         instances: rows.len(),
         checked: rows.iter().filter(|r| r.checked).count(),
         proven_optimal: rows.iter().filter(|r| r.status == "optimal").count(),
