@@ -1269,10 +1269,15 @@ mod tests {
         assert_eq!(outcome.status, Status::Feasible(StopReason::TimeLimit));
         assert!(outcome.lower_bound <= f.upper_bound);
         assert!(outcome.makespan.is_some_and(|m| m >= f.lower_bound));
+        stops_when_cancelled(&problem, 2);
+    }
 
+    /// Solves `problem` on `threads` threads without a time limit, raises the cancel flag
+    /// after 200 ms, and checks that the solve stops soon with `Cancelled`.
+    fn stops_when_cancelled(problem: &Problem, threads: usize) {
         let cancel = CancelFlag::new();
         let limits = Limits {
-            threads: 2,
+            threads,
             cancel: Some(cancel.clone()),
             ..Limits::default()
         };
@@ -1281,7 +1286,7 @@ mod tests {
             cancel.cancel();
         });
         let started = Instant::now();
-        let outcome = solve(&problem, &limits);
+        let outcome = solve(problem, &limits);
         raiser.join().expect("the raiser thread ends");
         assert!(started.elapsed() < Duration::from_secs(5));
         assert_eq!(outcome.status, Status::Feasible(StopReason::Cancelled));
@@ -1362,20 +1367,7 @@ mod tests {
     #[test]
     fn a_raised_cancel_flag_stops_the_solve() {
         let (problem, _) = fixture("psplib/j60/j609_1.sm");
-        let cancel = CancelFlag::new();
-        let limits = Limits {
-            cancel: Some(cancel.clone()),
-            ..Limits::default()
-        };
-        let raiser = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
-            cancel.cancel();
-        });
-        let started = Instant::now();
-        let outcome = solve(&problem, &limits);
-        raiser.join().expect("the raiser thread ends");
-        assert!(started.elapsed() < Duration::from_secs(5));
-        assert_eq!(outcome.status, Status::Feasible(StopReason::Cancelled));
+        stops_when_cancelled(&problem, 1);
     }
 
     #[test]
