@@ -11,12 +11,12 @@
 //! (default 30), `--seed N`, `--threads N` (a portfolio of N searches when 2 or more),
 //! `--portfolio BOOL`, `--edge-finding BOOL`, `--dual-probes BOOL`, `--dual-weight X`,
 //! `--dual-growth BOOL`, `--first-slice N`, `--slice-growth X`, `--luby N`,
-//! `--search sst|vsids|vsids-sst`, `--heuristic-schedules N`. Everything else is a file.
+//! `--search sst|vsids|vsids-sst`, `--direction forward|backward`, `--heuristic-schedules N`. Everything else is a file.
 
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use concerto_backends::pumpkin::{Pumpkin, PumpkinConfig, Search};
+use concerto_backends::pumpkin::{Direction, Pumpkin, PumpkinConfig, Search};
 use concerto_rcpsp::{check, io::read_problem, Limits, Solver};
 
 fn value<T: std::str::FromStr>(flag: &str, text: Option<String>) -> Result<T, String> {
@@ -46,6 +46,13 @@ fn run() -> Result<(), String> {
             "--slice-growth" => config.slice_growth = value(&arg, args.next())?,
             "--luby" => config.luby_restarts = Some(value(&arg, args.next())?),
             "--heuristic-schedules" => config.heuristic_schedules = value(&arg, args.next())?,
+            "--direction" => {
+                config.direction = match value::<String>(&arg, args.next())?.as_str() {
+                    "forward" => Direction::Forward,
+                    "backward" => Direction::Backward,
+                    other => return Err(format!("--direction: unknown direction `{other}`")),
+                }
+            }
             "--search" => {
                 config.search = match value::<String>(&arg, args.next())?.as_str() {
                     "sst" => Search::Sst,

@@ -17,10 +17,11 @@
 //!    that pairwise cannot overlap get pumpkin's edge-finding `disjunctive_strict`
 //!    ([`PumpkinConfig::edge_finding`]).
 //! 3. **Warm start.** A `WarmStart` brancher ahead of the search's brancher
-//!    ([`PumpkinConfig::search`]: by default the smallest-start-time series of Schutt et al.;
-//!    VSIDS with solution-based phase saving is an option) reproduces the incumbent as the
-//!    model's first solution; then `M <= UB - 1` is added as a clause: the search only looks
-//!    for improvements.
+//!    ([`PumpkinConfig::search`]: by default the start-time series of Schutt et al., built
+//!    backwards from the deadline ([`PumpkinConfig::direction`], see [`Direction`]); VSIDS
+//!    with solution-based phase saving is an option) reproduces the incumbent as the model's
+//!    first solution; then `M <= UB - 1` is added as a clause: the search only looks for
+//!    improvements.
 //! 4. **Hybrid search, anytime in both directions.** One pumpkin solver (learned nogoods
 //!    persist) alternates two kinds of probe, each limited by a slice of conflicts that grows
 //!    geometrically ([`PumpkinConfig::first_slice`], [`PumpkinConfig::slice_growth`]):
@@ -53,8 +54,8 @@
 //!   stops the solve.
 //! - **Portfolio.** With [`Limits::threads`] `t >= 2` (and [`PumpkinConfig::portfolio`]),
 //!   `t` searches run on their own threads, each on its own model: the even ones with the
-//!   configuration as given, the odd ones with [`diversified`] (no edge finding, small dual
-//!   probes) and their own heuristic start (seed `s + w`, kept when no longer than the
+//!   configuration as given, the odd ones with [`diversified`] (the other direction, no edge
+//!   finding, small dual probes) and their own heuristic start (seed `s + w`, kept when no longer than the
 //!   shared one). Before each probe a worker publishes its incumbent makespan and bound and
 //!   adopts the others' (`M <= UB - 1` and `M >= LB` as clauses); the first to close the gap
 //!   stops the rest, and the outcome is the best schedule and the best bound of all. Which
@@ -62,8 +63,7 @@
 //!   reproducible but the schedule of an optimum, the bound of a stopped solve and
 //!   [`Outcome::work`] (conflicts of all workers) may differ between runs.
 //!   [`PumpkinConfig::max_conflicts`] applies to each worker. On PSPLIB j30 at 10 s on 2
-//!   cores it proves 479 of 480 against 478 with one search: `j3013_5` in 9.8 s instead of
-//!   19.6 s; `j3013_2` still needs about 11 s.
+//!   cores it proves all 480, the slowest (`j3013_6`) in 6.1 s.
 //! - [`Outcome::work`] counts the conflicts of the CP search (0 when the model was not needed);
 //!   the heuristic's schedules are not included.
 //! - Nothing is printed: pumpkin writes statistics only when its statistic logging is
@@ -164,6 +164,53 @@ pub struct PumpkinConfig {
     /// nogoods' quality, none in the first 10 000 conflicts); `Some(b)` restarts on the Luby
     /// sequence times `b` conflicts.
     pub luby_restarts: Option<u64>,
+    /// From which end the start-time series of [`Search::Sst`] and [`Search::VsidsSst`]
+    /// builds schedules (default [`Direction::Auto`]).
+    pub direction: Direction,
+}
+
+/// From which end of the schedule the start-time series branches.
+///
+/// Scheduling an RCPSP backwards, from the deadline, is scheduling the reversed project
+/// (every precedence turned around) forwards; which of the two is easier differs from
+/// instance to instance (R. Klein, "Bidirectional planning: improving priority rule-based
+/// heuristics for scheduling resource-constrained projects", EJOR 127 (2000) 619-638, and the
+/// forward-backward improvement of Li and Willis 1992). The same holds for the proofs of the
+/// CP search. On PSPLIB at 10 s (one thread each, two solves at a time) the backward series
+/// proves 480 of the 480 j30 instances against 478 forwards, and 406 of the 480 j60 ones
+/// against 402 (0.225 % above the best known makespans against 0.237 %). But it is slower on
+/// some instances that the forward one finds easy (`j3013_6`: 8.7 s backward, 7.4 s forward;
+/// `j3013_2`: 5.0 s backward, not proven in 10 s forward), so a portfolio runs both (see
+/// [`diversified`]). On the windows of the odd-even driver (problems with pinned activities,
+/// release dates and deadlines) the forward series is the better one: `concerto bench scale
+/// --sizes 10000` takes 2.4 s forwards against 9.0 s backwards (makespans 1 480 269 606 and
+/// 1 480 298 604), and `concerto optimize` on GPT tp 8 3.1 s against 5.8 s. Hence
+/// [`Direction::Auto`], the default.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Direction {
+    /// [`Direction::Forward`] for a problem with time windows (release dates or deadlines,
+    /// such as an odd-even window), else [`Direction::Backward`].
+    #[default]
+    Auto,
+    /// The unfixed activity with the smallest earliest start (ties: smallest latest start)
+    /// starts there; on backtracking it starts later.
+    Forward,
+    /// The unfixed activity with the largest latest end (ties: largest earliest end) ends
+    /// there; on backtracking it ends earlier. A solution found this way is shifted left as
+    /// far as every activity's earliest start allows.
+    Backward,
+}
+
+impl Direction {
+    /// The direction for `problem`: [`Direction::Auto`] resolved, the others unchanged.
+    pub fn resolve(self, problem: &Problem) -> Direction {
+        match self {
+            Direction::Auto if problem.has_time_windows() => Direction::Forward,
+            Direction::Auto => Direction::Backward,
+            other => other,
+        }
+    }
 }
 
 /// The branching strategy of the CP search.
@@ -177,10 +224,11 @@ pub enum Search {
     /// VSIDS with phase saving as [`Search::Vsids`], but the smallest-start-time series
     /// instead of random choices when no conflict predicate is open.
     VsidsSst,
-    /// The start-time series alone: the activity with the smallest earliest start (ties: the
-    /// smallest latest start) starts there, or later on backtracking. The default: on PSPLIB
-    /// j30 at 10 s (5 000-schedule start) it proves 477 of 480 against 474 for [`Search::Vsids`] (the
-    /// j3029 instances close in 5-7 s), and on the first 80 j60 instances at 3 s both prove 67.
+    /// The start-time series alone, in [`PumpkinConfig::direction`]: forward, the activity
+    /// with the smallest earliest start (ties: the smallest latest start) starts there, or
+    /// later on backtracking. The default: forward, on PSPLIB j30 at 10 s (5 000-schedule
+    /// start) it proved 477 of 480 against 474 for [`Search::Vsids`] (the j3029 instances close
+    /// in 5-7 s), and on the first 80 j60 instances at 3 s both prove 67.
     Sst,
 }
 
@@ -200,6 +248,7 @@ impl Default for PumpkinConfig {
             max_conflicts: None,
             search: Search::Sst,
             luby_restarts: None,
+            direction: Direction::Auto,
         }
     }
 }
@@ -282,12 +331,13 @@ impl Solver for Pumpkin {
             return run.finish(reason);
         }
         run.cap = cap;
-        let workers = self.workers(limits);
+        let workers = self.workers(problem, limits);
         let reason = if workers.len() > 1 {
             portfolio(&mut run, &workers, limits, bound)?
         } else {
-            let mut model = Model::build(problem, &self.config, limits.seed, bound, cap)?;
-            run.search(&mut model, &self.config, limits)
+            let (config, seed) = &workers[0];
+            let mut model = Model::build(problem, config, *seed, bound, cap)?;
+            run.search(&mut model, config, limits)
         };
         if run.best_makespan > cap && run.lower_bound > cap {
             // No schedule within the caller's upper bound or the time windows.
@@ -301,16 +351,20 @@ impl Pumpkin {
     /// The configurations and seeds of the searches to run: one, or with
     /// [`PumpkinConfig::portfolio`] one per thread, alternating the configuration as given
     /// (seed `s`) and [`diversified`] (seeds `s + 1`, `s + 2`, ...).
-    fn workers(&self, limits: &Limits) -> Vec<(PumpkinConfig, u64)> {
-        if !self.config.portfolio || limits.threads < 2 {
-            return vec![(self.config.clone(), limits.seed)];
+    fn workers(&self, problem: &Problem, limits: &Limits) -> Vec<(PumpkinConfig, u64)> {
+        let given = PumpkinConfig {
+            direction: self.config.direction.resolve(problem),
+            ..self.config.clone()
+        };
+        if !given.portfolio || limits.threads < 2 {
+            return vec![(given, limits.seed)];
         }
         (0..limits.threads)
             .map(|w| {
                 let config = if w % 2 == 0 {
-                    self.config.clone()
+                    given.clone()
                 } else {
-                    diversified(&self.config)
+                    diversified(&given)
                 };
                 (config, limits.seed.wrapping_add(w as u64))
             })
@@ -340,14 +394,27 @@ impl Pumpkin {
     }
 }
 
-/// The second configuration of a portfolio: no edge finding, dual probes at a fifth of the
-/// primal slices. On the two j30 instances that one search does not prove in 10 s
-/// (`j3013_2`, `j3013_5`) it is the configuration measured fastest over seeds (see the
-/// README's PSPLIB section); the other worker keeps the configuration as given.
+/// The second configuration of a portfolio: the start-time series in the other
+/// [`Direction`], no edge finding, dual probes at a fifth of the primal slices. The direction
+/// is what diversifies most: on the seven hardest j30 instances, each direction is the faster
+/// one on some of them (`j3013_6`: 8.4 s backward, 7.2 s forward; `j3013_2`: 4.9 s and 18.1 s).
+/// Edge finding off and small dual probes were measured faster in both directions on those
+/// seven (backward: 28.0 s in all against 36.1 s with the defaults). On PSPLIB j30 at 10 s on
+/// 2 cores this portfolio proves all 480, the slowest in 6.1 s (`j3013_6`; `j3013_2` 4.2 s,
+/// `j3013_5` 4.9 s); the portfolio of two forward searches (the second one this
+/// configuration, forwards) also proved 480 in that session, the slowest in 6.5 s (`j3013_2`
+/// and `j3013_5` 6.5 s).
 pub fn diversified(config: &PumpkinConfig) -> PumpkinConfig {
+    let direction = match config.direction {
+        Direction::Forward => Direction::Backward,
+        Direction::Backward => Direction::Forward,
+        // Unresolved: without a problem, the other of the two choices.
+        Direction::Auto => Direction::Forward,
+    };
     PumpkinConfig {
         edge_finding: false,
         dual_weight: 0.2,
+        direction,
         ..config.clone()
     }
 }
@@ -461,6 +528,8 @@ struct Model {
     solver: pumpkin_core::Solver,
     starts: Vec<DomainId>,
     makespan: DomainId,
+    /// The earliest start of every activity (critical path method and release dates).
+    earliest: Vec<Time>,
 }
 
 impl Model {
@@ -534,6 +603,7 @@ impl Model {
             solver,
             starts,
             makespan,
+            earliest: es,
         })
     }
 }
@@ -658,14 +728,35 @@ fn disjoint_cliques(problem: &Problem) -> Vec<Vec<usize>> {
     cliques
 }
 
-/// The schedule of a pumpkin solution.
-fn schedule_of(starts: &[DomainId], solution: &SolutionReference<'_>) -> Schedule {
-    Schedule::new(
-        starts
-            .iter()
-            .map(|&s| Time::from(solution.get_integer_value(s)))
-            .collect(),
-    )
+/// The schedule of a pumpkin solution, shifted left by the largest amount that keeps every
+/// start at or after its earliest start `earliest` (0 for a schedule built forwards; the
+/// backward series builds schedules that end at the deadline). A uniform shift keeps every
+/// precedence and every resource profile, and pinned activities (earliest = latest start)
+/// keep it at 0.
+fn schedule_of(
+    starts: &[DomainId],
+    earliest: &[Time],
+    solution: &SolutionReference<'_>,
+) -> Schedule {
+    let values = starts
+        .iter()
+        .map(|&s| Time::from(solution.get_integer_value(s)))
+        .collect();
+    Schedule::new(shifted_left(values, earliest))
+}
+
+/// `starts` moved left together by `min_i (starts_i - earliest_i)` when that is positive.
+fn shifted_left(mut starts: Vec<Time>, earliest: &[Time]) -> Vec<Time> {
+    let shift = starts
+        .iter()
+        .zip(earliest)
+        .map(|(s, e)| s - e)
+        .min()
+        .unwrap_or(0);
+    if shift > 0 {
+        starts.iter_mut().for_each(|s| *s -= shift);
+    }
+    starts
 }
 
 /// The answer of one pumpkin call, detached from the solver's borrow.
@@ -732,18 +823,27 @@ impl<B: Brancher> Brancher for Counting<B> {
     }
 }
 
-/// The start-time series: the open activity with the smallest earliest start (ties: smallest
-/// latest start, then index) starts at its earliest start; on backtracking it starts later.
-/// Once every start is fixed, the makespan takes its smallest value.
+/// The start-time series in a [`Direction`]: forward, the open activity with the smallest
+/// earliest start (ties: smallest latest start, then index) starts at its earliest start, and
+/// on backtracking it starts later; backward, the mirror image. Once every start is fixed, the
+/// makespan takes its smallest value.
 #[derive(Debug)]
-struct SmallestStart {
+struct StartTimeSeries {
     starts: Vec<DomainId>,
+    /// The activities' durations, for the backward series.
+    durations: Vec<i32>,
     makespan: DomainId,
+    /// Resolved: [`Direction::Auto`] branches forward.
+    direction: Direction,
 }
 
-impl Brancher for SmallestStart {
+impl Brancher for StartTimeSeries {
     fn next_decision(&mut self, context: &mut SelectionContext<'_>) -> Option<Predicate> {
-        smallest_start_decision(context, &self.starts, self.makespan)
+        if self.direction == Direction::Backward {
+            largest_end_decision(context, &self.starts, &self.durations, self.makespan)
+        } else {
+            smallest_start_decision(context, &self.starts, self.makespan)
+        }
     }
 
     fn subscribe_to_events(&self) -> Vec<BrancherEvent> {
@@ -771,6 +871,35 @@ pub(crate) fn smallest_start_decision(
     }
     if let Some((lb, _, s)) = best {
         return Some(predicate![s <= lb]);
+    }
+    (!context.is_integer_fixed(makespan)).then(|| {
+        let lb = context.lower_bound(makespan);
+        predicate![makespan <= lb]
+    })
+}
+
+/// The backward series' decision: the unfixed start with the largest latest end (ties:
+/// largest earliest end) ends there (`s >= LS`); once every start is fixed, the makespan takes
+/// its smallest value; `None` when everything is fixed. O(n) per decision.
+fn largest_end_decision(
+    context: &mut SelectionContext<'_>,
+    starts: &[DomainId],
+    durations: &[i32],
+    makespan: DomainId,
+) -> Option<Predicate> {
+    let mut best: Option<((i32, i32), DomainId)> = None;
+    for (&s, &d) in starts.iter().zip(durations) {
+        if context.is_integer_fixed(s) {
+            continue;
+        }
+        let key = (context.upper_bound(s) + d, context.lower_bound(s) + d);
+        if best.is_none_or(|(k, _)| key > k) {
+            best = Some((key, s));
+        }
+    }
+    if let Some((_, s)) = best {
+        let ub = context.upper_bound(s);
+        return Some(predicate![s >= ub]);
     }
     (!context.is_integer_fixed(makespan)).then(|| {
         let lb = context.lower_bound(makespan);
@@ -921,9 +1050,15 @@ impl Run<'_> {
         if let Some(values) = warm_values {
             inner.add_brancher(Box::new(WarmStart::new(&model.starts, &values)));
         }
-        let series = SmallestStart {
+        let series = StartTimeSeries {
             starts: model.starts.clone(),
+            durations: self
+                .problem
+                .ids()
+                .map(|a| small(self.problem.duration(a)))
+                .collect(),
             makespan: model.makespan,
+            direction: config.direction.resolve(self.problem),
         };
         match config.search {
             Search::Vsids => inner.add_brancher(Box::new(model.solver.default_brancher())),
@@ -1151,7 +1286,7 @@ impl<B: Brancher> Prober<'_, B> {
             &assumptions,
         ) {
             SatisfactionResultUnderAssumptions::Satisfiable(sat) => {
-                Answer::Solution(schedule_of(&model.starts, &sat.solution()))
+                Answer::Solution(schedule_of(&model.starts, &model.earliest, &sat.solution()))
             }
             SatisfactionResultUnderAssumptions::UnsatisfiableUnderAssumptions(_) => {
                 Answer::FailedAssumption
@@ -1224,12 +1359,50 @@ mod tests {
         for f in fixtures {
             assert!(f.optimal, "{} has a known optimum", f.name);
             let problem = read_problem(&f.path).expect("fixtures parse");
-            let outcome = solve(&problem, &Limits::default().seed(1));
-            assert_eq!(outcome.status, Status::Optimal, "{}", f.name);
-            assert_eq!(outcome.makespan, Some(f.upper_bound), "{}", f.name);
-            assert_eq!(outcome.lower_bound, f.upper_bound, "{}", f.name);
-            assert_eq!(outcome.solver, "pumpkin");
+            for direction in [Direction::Backward, Direction::Forward] {
+                let solver = Pumpkin::new(PumpkinConfig {
+                    direction,
+                    ..PumpkinConfig::default()
+                });
+                let outcome = solver
+                    .solve(&problem, &Limits::default().seed(1))
+                    .expect("solves");
+                let schedule = outcome.schedule.as_ref().expect("a schedule");
+                assert_eq!(check(&problem, schedule), Ok(f.upper_bound), "{}", f.name);
+                assert_eq!(outcome.status, Status::Optimal, "{} {direction:?}", f.name);
+                assert_eq!(outcome.makespan, Some(f.upper_bound), "{}", f.name);
+                assert_eq!(outcome.lower_bound, f.upper_bound, "{}", f.name);
+                assert_eq!(outcome.solver, "pumpkin");
+            }
         }
+    }
+
+    #[test]
+    fn a_shift_left_stops_at_the_first_earliest_start() {
+        // The second activity has slack 3, the first 2: both move by 2.
+        assert_eq!(shifted_left(vec![4, 9], &[2, 6]), vec![2, 7]);
+        // An activity at its earliest start (a pinned one, say) keeps everything in place.
+        assert_eq!(shifted_left(vec![4, 9], &[4, 0]), vec![4, 9]);
+        assert_eq!(shifted_left(Vec::new(), &[]), Vec::<Time>::new());
+    }
+
+    #[test]
+    fn the_backward_series_returns_left_shifted_schedules() {
+        // From the activities in a chain, far from the optimum: each solution the backward
+        // series finds ends near the cap and would leave every activity after its earliest
+        // start; shifted, one of them is at its earliest start.
+        let (problem, f) = fixture("psplib/j30/j305_1.sm");
+        let solver = Pumpkin::new(PumpkinConfig {
+            direction: Direction::Backward,
+            ..PumpkinConfig::default()
+        });
+        let outcome = solver
+            .solve(&problem, &Limits::default().initial(chain(&problem)))
+            .expect("solves");
+        let schedule = outcome.schedule.expect("a schedule");
+        assert_eq!(check(&problem, &schedule), Ok(f.upper_bound));
+        let es = earliest_starts(&problem);
+        assert!(schedule.starts().iter().zip(&es).any(|(s, e)| s == e));
     }
 
     #[test]
@@ -1471,9 +1644,14 @@ mod tests {
 
     #[test]
     fn release_dates_and_deadlines_are_met_with_or_without_an_incumbent() {
-        for schedules in [1, 5_000] {
+        for (schedules, direction) in [
+            (1, Direction::Backward),
+            (5_000, Direction::Backward),
+            (1, Direction::Forward),
+        ] {
             let solver = Pumpkin::new(PumpkinConfig {
                 heuristic_schedules: schedules,
+                direction,
                 ..PumpkinConfig::default()
             });
             let outcome = solver
@@ -1600,9 +1778,15 @@ mod tests {
             }
             let problem = b.build().expect("valid");
             let optimum = brute_force(&problem);
-            for edge_finding in [true, false] {
+            for (edge_finding, direction) in [
+                (true, Direction::Backward),
+                (false, Direction::Backward),
+                (true, Direction::Forward),
+                (false, Direction::Forward),
+            ] {
                 let solver = Pumpkin::new(PumpkinConfig {
                     edge_finding,
+                    direction,
                     ..PumpkinConfig::default()
                 });
                 let limits = Limits::default().seed(case).initial(chain(&problem));
@@ -1611,8 +1795,10 @@ mod tests {
                 assert_eq!(
                     outcome.makespan,
                     Some(optimum),
-                    "case {case}, edge finding {edge_finding}"
+                    "case {case}, edge finding {edge_finding}, {direction:?}"
                 );
+                let schedule = outcome.schedule.expect("a schedule");
+                assert_eq!(check(&problem, &schedule), Ok(optimum), "case {case}");
             }
         }
     }
