@@ -51,6 +51,10 @@ pub(crate) struct ParallelArgs {
     /// dtype of activations, parameters and gradients: bf16 (mixed precision), f16 or f32.
     #[arg(long, default_value = "bf16", value_parser = ["bf16", "f16", "f32"])]
     pub(crate) precision: String,
+    /// Megatron-LM sequence parallelism (gpt, tp >= 2): reduce-scatters and all-gathers along
+    /// the sequence instead of the tensor-parallel all-reduces.
+    #[arg(long)]
+    pub(crate) sp: bool,
 }
 
 impl ParallelArgs {
@@ -76,6 +80,7 @@ impl ParallelArgs {
                 "f16" => DType::F16,
                 _ => DType::Bf16,
             },
+            sequence_parallel: self.sp,
         })
     }
 }

@@ -102,6 +102,14 @@ impl Model {
     /// Checks the model's sizes against the plan (after [`Parallel::validate`]).
     pub fn validate(&self, parallel: &Parallel) -> Result<(), GraphError> {
         parallel.validate()?;
+        if parallel.sequence_parallel && !matches!(self, Model::Gpt(_)) {
+            return Err(GraphError::InvalidModel {
+                reason: format!(
+                    "{}: sequence parallelism is built for gpt only",
+                    self.name()
+                ),
+            });
+        }
         match self {
             Model::Gpt(c) => c.validate(parallel),
             Model::Vit(c) => c.validate(parallel),
@@ -129,10 +137,13 @@ fn dtype_name(d: DType) -> String {
         .unwrap_or_else(|| format!("{d:?}"))
 }
 
-/// The graph's name: the model and the plan, e.g. `gpt-dp2-tp4-pp2-mb4` or
-/// `gpt-dp8-tp1-pp1-zero3`.
+/// The graph's name: the model and the plan, e.g. `gpt-dp2-tp4-pp2-mb4`,
+/// `gpt-dp8-tp1-pp1-zero3` or `gpt-dp1-tp8-pp1-sp`.
 fn graph_name(model: &Model, p: &Parallel) -> String {
     let mut name = format!("{}-dp{}-tp{}-pp{}", model.name(), p.dp, p.tp, p.pp);
+    if p.sequence_parallel {
+        name.push_str("-sp");
+    }
     match p.zero {
         Zero::None => {}
         Zero::Stage2 => name.push_str("-zero2"),

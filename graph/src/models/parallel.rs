@@ -62,6 +62,13 @@ pub struct Parallel {
     /// default), `f16`, or `f32` (full precision, as in the Concerto paper's fp32 setting).
     /// Softmax statistics and losses stay `f32`.
     pub precision: DType,
+    /// Megatron-LM's sequence parallelism (Korthikanti et al., "Reducing Activation
+    /// Recomputation in Large Transformer Models", MLSys 2023), GPT only, `tp >= 2`: the
+    /// norms, dropouts and residual adds run on `1/tp` of the sequence, and each tensor-parallel
+    /// all-reduce becomes a reduce-scatter along the sequence after the row-parallel linear and
+    /// an all-gather along the sequence before the next column-parallel linear (backward, the
+    /// other way round).
+    pub sequence_parallel: bool,
 }
 
 impl Default for Parallel {
@@ -75,6 +82,7 @@ impl Default for Parallel {
             gpus_per_node: 8,
             bucket_bytes: Parallel::DDP_BUCKET_BYTES,
             precision: DType::Bf16,
+            sequence_parallel: false,
         }
     }
 }
@@ -98,6 +106,12 @@ impl Parallel {
     /// The same plan with another ZeRO stage.
     pub fn with_zero(mut self, zero: Zero) -> Self {
         self.zero = zero;
+        self
+    }
+
+    /// The same plan with sequence parallelism on or off.
+    pub fn with_sequence_parallel(mut self, on: bool) -> Self {
+        self.sequence_parallel = on;
         self
     }
 
@@ -157,6 +171,13 @@ impl Parallel {
             return Err(invalid(format!(
                 "a pipeline of pp = {} stages needs microbatches >= pp, not {}",
                 self.pp, self.microbatches
+            )));
+        }
+        if self.sequence_parallel && self.tp < 2 {
+            return Err(invalid(format!(
+                "sequence parallelism splits the sequence over the tensor-parallel group and \
+                 needs tp >= 2, not tp = {}",
+                self.tp
             )));
         }
         if self.zero != Zero::None {

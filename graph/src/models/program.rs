@@ -817,6 +817,48 @@ impl Pb {
         self.comm(name, x, CollectiveKind::AllGather, out, group, link, bwd)
     }
 
+    /// Sequence parallelism's all-gather along the sequence over the TP group, before a
+    /// column-parallel linear: `x` is `[.., s / tp, h]`, the result `[.., s, h]`; backward, a
+    /// reduce-scatter of the gradient along the sequence. Named `<name>.allgather` (backward
+    /// `<name>.reducescatter`). A no-op at `tp == 1`.
+    pub(crate) fn sp_gather(&mut self, name: &str, x: V) -> V {
+        let out = self.seq_resized(x, |s| s * u64::from(self.tp));
+        let (tp, link) = (self.tp, self.tp_link);
+        self.all_gather(&format!("{name}.allgather"), x, out, tp, link)
+    }
+
+    /// Sequence parallelism's reduce-scatter along the sequence over the TP group, after a
+    /// row-parallel linear: `x` (partial sums) is `[.., s, h]`, the result the reduced
+    /// `[.., s / tp, h]`; backward, an all-gather of the gradient. Named
+    /// `<name>.reducescatter` (backward `<name>.allgather`). A no-op at `tp == 1`.
+    pub(crate) fn sp_scatter(&mut self, name: &str, x: V) -> V {
+        if self.tp < 2 {
+            return x;
+        }
+        let out = self.seq_resized(x, |s| s / u64::from(self.tp));
+        let (tp, link) = (self.tp, self.tp_link);
+        let bwd = CommGrad::Op(CollectiveKind::AllGather, format!("{name}.allgather"));
+        self.comm(
+            &format!("{name}.reducescatter"),
+            x,
+            CollectiveKind::ReduceScatter,
+            out,
+            tp,
+            link,
+            bwd,
+        )
+    }
+
+    /// `x`'s tensor with its sequence dimension (the one before the features) resized.
+    fn seq_resized(&self, x: V, f: impl Fn(u64) -> u64) -> Tensor {
+        let mut t = self.tensor(x).clone();
+        let k = t.shape.len().saturating_sub(2);
+        if let Some(d) = t.shape.get_mut(k) {
+            *d = f(*d);
+        }
+        t
+    }
+
     /// An all-to-all re-sharding `x` into `out`; backward, the inverse all-to-all. A no-op for
     /// a group of one.
     pub(crate) fn all_to_all(

@@ -9,6 +9,14 @@
 //! embedding is vocab-parallel (an all-reduce of the looked-up rows), the LM head is
 //! column-parallel over the vocabulary and tied to the embedding, and the cross-entropy is
 //! vocab-parallel (all-reduces of the softmax max and sums).
+//!
+//! With sequence parallelism ([`Parallel::sequence_parallel`], GPT only; Korthikanti et al.,
+//! "Reducing Activation Recomputation in Large Transformer Models", MLSys 2023), the residual
+//! stream between the linears is `[b, s / tp, h]`: `f` becomes an all-gather along the
+//! sequence (`<layer>.fwd.attn.sp.allgather`; backward a reduce-scatter) and `g` a
+//! reduce-scatter along the sequence (`attn.sp.reducescatter`; backward an all-gather), so the
+//! LayerNorms and residual adds work on `1/tp` of the tokens. The embedding's all-reduce is a
+//! reduce-scatter too, and the LM head all-gathers the final LayerNorm's output.
 
 use serde::{Deserialize, Serialize};
 
@@ -107,36 +115,72 @@ struct Layer {
     h: u64,
     heads: u64,
     tp: u64,
+    /// Sequence parallelism: the residual stream is `[b, s / tp, h]`.
+    sp: bool,
 }
 
-/// One pre-LN transformer layer; `x` is `[b, s, h]`.
+impl Layer {
+    /// The residual stream's sequence length on one device.
+    fn stream_seq(&self) -> u64 {
+        if self.sp {
+            self.s / self.tp
+        } else {
+            self.s
+        }
+    }
+}
+
+/// Megatron's `f` before a column-parallel linear: the identity forward (an all-reduce of the
+/// input gradient backward) or, with sequence parallelism, an all-gather along the sequence.
+fn enter_tp(pb: &mut Pb, d: Layer, name: &str, x: V) -> V {
+    if d.sp {
+        pb.sp_gather(&format!("{name}.sp"), x)
+    } else {
+        pb.tp_copy(&format!("tp_allreduce.{name}"), x)
+    }
+}
+
+/// Megatron's `g` after a row-parallel linear: an all-reduce forward or, with sequence
+/// parallelism, a reduce-scatter along the sequence.
+fn leave_tp(pb: &mut Pb, d: Layer, name: &str, x: V) -> V {
+    if d.sp {
+        pb.sp_scatter(&format!("{name}.sp"), x)
+    } else {
+        pb.tp_reduce(&format!("tp_allreduce.{name}"), x)
+    }
+}
+
+/// One pre-LN transformer layer; `x` is `[b, s, h]` (`[b, s / tp, h]` with sequence
+/// parallelism).
 fn layer(pb: &mut Pb, x: V, d: Layer) -> V {
-    let Layer { b, s, h, heads, tp } = d;
+    let Layer {
+        b, s, h, heads, tp, ..
+    } = d;
     let hl = h / tp;
     let heads_l = heads / tp;
     let ln1 = pb.norm("attn.ln", x, NormKind::Layer);
-    let ln1 = pb.tp_copy("tp_allreduce.attn", ln1);
+    let ln1 = enter_tp(pb, d, "attn", ln1);
     let qkv = pb.linear("attn.qkv", ln1, 3 * hl, Weights::Own { bias: true });
     let o = pb.attention("attn.core", qkv, None, b * heads_l, s, s, h / heads);
     let p = pb.linear("attn.proj", o, h, Weights::Own { bias: true });
-    let p = pb.tp_reduce("tp_allreduce.attn", p);
+    let p = leave_tp(pb, d, "attn", p);
     let r1 = pb.add("attn.residual", x, p);
     let ln2 = pb.norm("mlp.ln", r1, NormKind::Layer);
-    let ln2 = pb.tp_copy("tp_allreduce.mlp", ln2);
+    let ln2 = enter_tp(pb, d, "mlp", ln2);
     let f1 = pb.linear("mlp.fc1", ln2, 4 * hl, Weights::Own { bias: true });
     let g = pb.unary("mlp.gelu", &[f1], Pointwise::elementwise(GELU.0, GELU.1));
     let f2 = pb.linear("mlp.fc2", g, h, Weights::Own { bias: true });
-    let f2 = pb.tp_reduce("tp_allreduce.mlp", f2);
+    let f2 = leave_tp(pb, d, "mlp", f2);
     pb.add("mlp.residual", r1, f2)
 }
 
-/// Stage 0's `layers / pp` layer blocks `layer0..`, each one [`layer`] on `[b, s, h]`.
+/// Stage 0's `layers / pp` layer blocks `layer0..`, each one [`layer`] on the residual stream.
 fn layer_blocks(layers: u32, par: &Parallel, d: Layer) -> Vec<Block> {
     let link = par.placement().tp;
     (0..layers / par.pp)
         .map(|l| {
             let mut pb = Pb::new(par.tp, link);
-            let x = pb.input("input", act([d.b, d.s, d.h]));
+            let x = pb.input("input", act([d.b, d.stream_seq(), d.h]));
             let y = layer(&mut pb, x, d);
             pb.output(y);
             Block::new(format!("layer{l}"), pb.finish())
@@ -147,7 +191,7 @@ fn layer_blocks(layers: u32, par: &Parallel, d: Layer) -> Vec<Block> {
 /// The start of the head block: its input `[b, s, h]` and the final LayerNorm `ln` of it.
 fn head_start(par: &Parallel, d: Layer) -> (Pb, V) {
     let mut pb = Pb::new(par.tp, par.placement().tp);
-    let x = pb.input("input", act([d.b, d.s, d.h]));
+    let x = pb.input("input", act([d.b, d.stream_seq(), d.h]));
     let ln = pb.norm("ln", x, NormKind::Layer);
     (pb, ln)
 }
@@ -199,6 +243,12 @@ impl GptConfig {
             ],
         )?;
         check_layer("gpt", self.layers, self.hidden, self.heads, par)?;
+        if par.sequence_parallel && self.seq % u64::from(par.tp) != 0 {
+            return Err(invalid(format!(
+                "gpt: sequence parallelism needs tp = {} to divide seq = {}",
+                par.tp, self.seq
+            )));
+        }
         let (b, s, h) = (self.micro_batch, self.seq, self.hidden);
         let v = padded_vocab(self.vocab, u64::from(par.tp));
         check_fits("gpt", "the LM head (b s h vocab)", &[b, s, h, v])?;
@@ -220,13 +270,21 @@ impl GptConfig {
             h,
             heads: self.heads,
             tp,
+            sp: par.sequence_parallel,
         };
         let mut blocks = Vec::new();
 
         let mut pb = Pb::new(par.tp, pl.tp);
         let x = pb.embedding("word", vl, act([b, s, h]));
-        let x = pb.tp_reduce("tp_allreduce", x);
-        let x = pb.param_add("position", x, act([s, h]), act([b, s, h]));
+        let x = if d.sp {
+            pb.sp_scatter("sp", x)
+        } else {
+            pb.tp_reduce("tp_allreduce", x)
+        };
+        let ss = d.stream_seq();
+        // The position table stays whole (and its gradient is reduced whole); the add covers
+        // this rank's part of the sequence.
+        let x = pb.param_add("position", x, act([s, h]), act([b, ss, h]));
         pb.output(x);
         let mut embed = Block::new("embed", pb.finish());
         if par.pp > 1 {
@@ -237,7 +295,11 @@ impl GptConfig {
 
         if par.pp == 1 {
             let (mut pb, ln) = head_start(par, d);
-            let ln = pb.tp_copy("tp_allreduce", ln);
+            let ln = if d.sp {
+                pb.sp_gather("sp", ln)
+            } else {
+                pb.tp_copy("tp_allreduce", ln)
+            };
             let logits = pb.linear("logits", ln, vl, Weights::Tied(0, 0));
             let n = tokens * vl;
             if tp > 1 {
@@ -330,6 +392,7 @@ impl VitConfig {
             h,
             heads: self.heads,
             tp,
+            sp: false,
         };
         let mut blocks = Vec::new();
 
@@ -474,6 +537,102 @@ mod tests {
             n.contains(".fwd.") && matches!(c, ComputeClass::Gemm | ComputeClass::Attention)
         }) / 2;
         assert!((macs as f64 / 17.56e9 - 1.0).abs() < 0.005, "{macs}");
+    }
+
+    #[test]
+    fn gpt_sequence_parallel_trades_all_reduces_for_gathers_and_scatters() {
+        let cfg = gpt_small();
+        let (b, s, h) = (cfg.micro_batch, cfg.seq, cfg.hidden);
+        let tp = 4u32;
+        let plain = build(&Model::Gpt(cfg.clone()), &Parallel::new(1, tp, 1)).unwrap();
+        let par = Parallel::new(1, tp, 1).with_sequence_parallel(true);
+        let g = build(&Model::Gpt(cfg.clone()), &par).unwrap();
+        assert_eq!(g.name(), "gpt-dp1-tp4-pp1-sp");
+        let gemm = |g: &Graph| flops(g, |_, c| c == ComputeClass::Gemm);
+        assert_eq!(gemm(&g), gemm(&plain), "the linears are unchanged");
+        // LayerNorms run on 1/tp of the tokens.
+        let ln = |g: &Graph| flops(g, |n, c| n.contains("attn.ln") && c == ComputeClass::Norm);
+        assert_eq!(ln(&g) * u64::from(tp), ln(&plain));
+        let elt = DType::Bf16.size();
+        for l in 0..cfg.layers {
+            for part in ["attn", "mlp"] {
+                let ag = format!("layer{l}.fwd.{part}.sp.allgather");
+                let rs = format!("layer{l}.fwd.{part}.sp.reducescatter");
+                // Forward: gather [b, s, h] before the column-parallel linear, scatter
+                // [b, s / tp, h] after the row-parallel one; backward the other way round.
+                let (gathered, shard) = (b * s * h * elt, b * s * h * elt / u64::from(tp));
+                for (name, kind, bytes) in [
+                    (ag.clone(), CollectiveKind::AllGather, gathered),
+                    (rs.clone(), CollectiveKind::ReduceScatter, shard),
+                    (
+                        ag.replace(".fwd.", ".bwd.")
+                            .replace("allgather", "reducescatter"),
+                        CollectiveKind::ReduceScatter,
+                        shard,
+                    ),
+                    (
+                        rs.replace(".fwd.", ".bwd.")
+                            .replace("reducescatter", "allgather"),
+                        CollectiveKind::AllGather,
+                        gathered,
+                    ),
+                ] {
+                    let id = g.find(&name).unwrap_or_else(|| panic!("no {name}"));
+                    let OpKind::Collective {
+                        kind: k,
+                        bytes: x,
+                        group,
+                        ..
+                    } = g.op(id).kind
+                    else {
+                        panic!("{name} is not a collective")
+                    };
+                    assert_eq!((k, x, group), (kind, bytes, tp), "{name}");
+                }
+                let gemm_in = format!(
+                    "layer{l}.fwd.{part}.{}",
+                    if part == "attn" { "qkv" } else { "fc1" }
+                );
+                let id = g.find(&gemm_in).unwrap();
+                assert!(
+                    g.predecessors(id).contains(&g.find(&ag).unwrap()),
+                    "{gemm_in} reads {ag}"
+                );
+            }
+        }
+        // No tensor-parallel all-reduce is left in the layers; the vocab-parallel softmax
+        // statistics stay all-reduces.
+        assert_eq!(
+            count(&g, CollectiveKind::AllReduce, |n| n.starts_with("layer")),
+            0
+        );
+        assert_eq!(count(&g, CollectiveKind::AllReduce, |_| true), 2);
+        assert_eq!(
+            count(&g, CollectiveKind::AllGather, |_| true),
+            4 * cfg.layers as usize + 2
+        );
+        assert_eq!(
+            count(&g, CollectiveKind::ReduceScatter, |_| true),
+            4 * cfg.layers as usize + 2
+        );
+    }
+
+    #[test]
+    fn sequence_parallelism_is_refused_where_it_does_not_apply() {
+        let msg = |m: Model, p: Parallel| build(&m, &p).unwrap_err().to_string();
+        let sp = |tp| Parallel::new(1, tp, 1).with_sequence_parallel(true);
+        assert!(msg(Model::Gpt(gpt_small()), sp(1)).contains("tp >= 2"));
+        let odd = GptConfig {
+            seq: 130,
+            ..gpt_small()
+        };
+        assert!(msg(Model::Gpt(odd), sp(4)).contains("divide seq = 130"));
+        let vit = VitConfig {
+            hidden: 256,
+            heads: 8,
+            ..VitConfig::default()
+        };
+        assert!(msg(Model::Vit(vit), sp(2)).contains("gpt only"));
     }
 
     #[test]
