@@ -122,5 +122,6 @@ pub fn context(
         axis,
         ops: ops.into_iter().collect(),
         n,
+        family: crate::split::Family::Split,
     })
 }

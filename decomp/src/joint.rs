@@ -11,14 +11,17 @@
 //!   candidates' contexts.
 //! - **Modes.** Mode 0 of a region is its ops unchanged; mode `k` applies a set of compatible
 //!   candidates (disjoint contexts, one per collective): the chunks and joins of the ops in
-//!   their contexts (named `<name>@<k>`), and the region's other ops, which it *shares* with
+//!   their contexts, or a collective-matmul ring's steps, chunks, accumulates and joins
+//!   ([`crate::ring`]) (named `<name>@<k>`), and the region's other ops, which it *shares* with
 //!   mode 0 (one instance, present in every mode that leaves it unchanged, so the union does
 //!   not grow with copies). Ops outside every region are mandatory.
 //! - **Dependencies.** Within a mode, those of its rewrite. Between a region's op and an op
 //!   outside the region, every instance pair: a producer is read through its instance in each
-//!   mode (the op itself, its copy, or its join), a consumer reads through its instance in
-//!   each mode (the op, its copy, or every chunk, since a chunk reads the whole tensor of a
-//!   producer outside its context). A dependency binds only when both ends are present, as
+//!   mode (the op itself, its copy, or what its rewrite lets outside ops read: its join, a
+//!   reduce-scatter ring's last accumulate), a consumer reads through its instance in each
+//!   mode (the op, its copy, or the new ops its rewrite makes read the producer: every chunk,
+//!   since a chunk reads the whole tensor of a producer outside its context; an all-gather
+//!   ring's first step, join and GEMM chunk 0). A dependency binds only when both ends are present, as
 //!   in [`concerto_rcpsp::ModalProblem`], so each choice of one mode per region gives exactly
 //!   the graph that applying the chosen rewrites one after the other gives
 //!   ([`Union::graph_of`] builds it; the tests compare the two).
@@ -280,6 +283,7 @@ pub fn union(
                         .map(|&w| moved(w))
                         .collect::<Result<_, _>>()?,
                     n: ctx.n,
+                    family: ctx.family,
                 };
                 let f = |op: &Op, i: u32| chunk(ctx, op, i);
                 let rw = rewrite(&g, &local, &f)?;
@@ -288,12 +292,7 @@ pub fn union(
                     .iter()
                     .map(|o| match *o {
                         Origin::Copy(x) => origin[x.0],
-                        Origin::Chunk { op, index, n } => Origin::Chunk {
-                            op: origin[op.0].op(),
-                            index,
-                            n,
-                        },
-                        Origin::Join(x) => Origin::Join(origin[x.0].op()),
+                        other => other.with_op(origin[other.op().0].op()),
                     })
                     .collect();
                 g = rw.graph;
@@ -369,8 +368,12 @@ pub fn union(
                         graph.op(w).name
                     ),
                 })?;
+            // One instance per role of the candidate's new ops, in the rewrite's order: chunk
+            // `i`; ring step `i` then its accumulate `i`; the join.
             let role = match rw.origin[x.0] {
                 Origin::Chunk { index, .. } => index as usize,
+                Origin::Step { index, .. } => (1 << 20) + 2 * index as usize,
+                Origin::Accumulate { index, .. } => (1 << 20) + 2 * index as usize + 1,
                 _ => usize::MAX,
             };
             let key = (w.0, c + 1, role);
@@ -419,71 +422,48 @@ pub fn union(
             }
         }
     }
-    // Instances of an original op in every mode of its region: as a producer (the op, its
-    // copy or its join) and as a consumer (the op, its copy or every chunk).
-    let instances = |w: OpId, producer: bool| -> Result<Vec<OpId>, DecompError> {
-        let mut v = vec![original_id[w.0]];
-        let Some(r) = region_of[w.0] else {
-            return Ok(v);
-        };
-        for &i in &region_cands[r] {
-            if !touched[i].contains(&w) {
-                // This mode shares the original.
-                continue;
-            }
-            let rw = &rewritten[i];
-            let mine: Vec<OpId> = rw
-                .graph
-                .ids()
-                .filter(|x| rw.origin[x.0].op() == w)
-                .collect();
-            let pick: Vec<OpId> = mine
-                .into_iter()
-                .filter(|x| match rw.origin[x.0] {
-                    Origin::Copy(_) => false,
-                    Origin::Join(_) => producer,
-                    Origin::Chunk { .. } => !producer,
-                    #[allow(unreachable_patterns)]
-                    _ => false,
-                })
-                .collect();
-            if pick.is_empty() {
-                return Err(DecompError::CheckFailed {
-                    reason: format!(
-                        "mode {i} has no {} instance of `{}`",
-                        if producer { "producer" } else { "consumer" },
-                        graph.op(w).name
-                    ),
-                });
-            }
-            v.extend(pick.into_iter().map(|x| cand_id[i][&x]));
-        }
-        Ok(v)
-    };
+    // Dependencies. Within a region, the original edges between its ops (mode 0 and the ops
+    // the modes share) and each mode's own edges. Across regions (or to ops in none): every
+    // instance that writes a producer (the op itself; in a mode that rewrites it, the new op
+    // that its rewrite lets outside ops read: a join, a ring's last accumulate) to every
+    // instance that reads it (the op; in each mode of the consumer's region, the new ops its
+    // rewrite makes read the producer: chunks, a ring's first step and chunk 0). A
+    // dependency binds only when both ends are present.
     let mut edges: BTreeSet<(OpId, OpId, usize)> = BTreeSet::new();
+    let mut writers: Vec<Vec<OpId>> = graph.ids().map(|p| vec![original_id[p.0]]).collect();
+    let mut readers: Vec<Vec<(OpId, usize)>> = vec![Vec::new(); graph.len()];
     for c in graph.ids() {
         for (p, t) in graph.inputs(c) {
             if region_of[p.0].is_some() && region_of[p.0] == region_of[c.0] {
                 edges.insert((original_id[p.0], original_id[c.0], t));
-                continue;
-            }
-            for &u in &instances(p, true)? {
-                for &v in &instances(c, false)? {
-                    edges.insert((u, v, t));
-                }
+            } else {
+                readers[p.0].push((original_id[c.0], t));
             }
         }
     }
     for (i, rw) in rewritten.iter().enumerate() {
-        let r = region_of_cand[i];
+        let inside = |x: OpId| region_of[rw.origin[x.0].op().0] == Some(region_of_cand[i]);
         for y in rw.graph.ids() {
-            if region_of[rw.origin[y.0].op().0] != Some(r) {
-                continue;
-            }
             for (x, t) in rw.graph.inputs(y) {
-                if region_of[rw.origin[x.0].op().0] == Some(r) {
-                    edges.insert((cand_id[i][&x], cand_id[i][&y], t));
+                let w = rw.origin[x.0].op();
+                match (inside(x), inside(y)) {
+                    (true, true) => {
+                        edges.insert((cand_id[i][&x], cand_id[i][&y], t));
+                    }
+                    (false, true) => readers[w.0].push((cand_id[i][&y], t)),
+                    (true, false) => writers[w.0].push(cand_id[i][&x]),
+                    (false, false) => {} // copies: original edges, above
                 }
+            }
+        }
+    }
+    for p in graph.ids() {
+        let mut ws = std::mem::take(&mut writers[p.0]);
+        ws.sort_unstable();
+        ws.dedup();
+        for &(v, t) in &readers[p.0] {
+            for &u in &ws {
+                edges.insert((u, v, t));
             }
         }
     }

@@ -8,6 +8,8 @@
 //! - [`rules`]: SPMD split rules per op and the chunk ops, costed from the measured tables;
 //! - [`context`]: the ops around a collective that split along one axis;
 //! - [`rewrite`]: the rewrite and the independent graph check run after every rewrite;
+//! - [`ring`]: collective matmul (Wang et al., ASPLOS 2023), the other family of
+//!   decompositions: an all-gather or reduce-scatter looped with its GEMM as a ring;
 //! - [`select`]: choosing decompositions by evaluating schedules;
 //! - [`fuse`]: collective fusion (bucketing), its independent check, and a search for bucket
 //!   boundaries by evaluating schedules.
@@ -18,9 +20,10 @@ mod error;
 pub mod fuse;
 pub mod joint;
 pub mod rewrite;
+pub mod ring;
 pub mod rules;
 pub mod select;
 mod split;
 
 pub use error::DecompError;
-pub use split::{Axis, Context};
+pub use split::{Axis, Context, Family};

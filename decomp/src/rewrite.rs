@@ -42,7 +42,7 @@
 use concerto_graph::{ComputeClass, Graph, GraphBuilder, Op, OpId, OpKind};
 
 use crate::error::DecompError;
-use crate::split::{Axis, Context};
+use crate::split::{Axis, Context, Family};
 
 /// Where an op of a rewritten graph comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,13 +61,47 @@ pub enum Origin {
     },
     /// The join of the chunks of an original op: reads them all and writes the whole outputs.
     Join(OpId),
+    /// A step of a collective-matmul ring replacing a collective ([`crate::ring`]): a
+    /// point-to-point transfer of one shard.
+    Step {
+        /// The original collective.
+        op: OpId,
+        /// Which step, in `0..n`.
+        index: u32,
+        /// Steps of the ring.
+        n: u32,
+    },
+    /// The accumulate after a step of a reduce-scatter ring ([`crate::ring`]).
+    Accumulate {
+        /// The original collective.
+        op: OpId,
+        /// Which step it follows, in `0..n`.
+        index: u32,
+        /// Steps of the ring.
+        n: u32,
+    },
 }
 
 impl Origin {
     /// The original op it comes from.
     pub fn op(self) -> OpId {
         match self {
-            Origin::Copy(o) | Origin::Chunk { op: o, .. } | Origin::Join(o) => o,
+            Origin::Copy(o)
+            | Origin::Chunk { op: o, .. }
+            | Origin::Join(o)
+            | Origin::Step { op: o, .. }
+            | Origin::Accumulate { op: o, .. } => o,
+        }
+    }
+
+    /// The same origin for the original op `op` (when composing rewrites).
+    pub fn with_op(self, op: OpId) -> Origin {
+        match self {
+            Origin::Copy(_) => Origin::Copy(op),
+            Origin::Chunk { index, n, .. } => Origin::Chunk { op, index, n },
+            Origin::Join(_) => Origin::Join(op),
+            Origin::Step { index, n, .. } => Origin::Step { op, index, n },
+            Origin::Accumulate { index, n, .. } => Origin::Accumulate { op, index, n },
         }
     }
 }
@@ -83,7 +117,9 @@ pub struct Rewritten {
 
 /// Splits every op of `ctx` into `ctx.n` chunks, `chunk(op, i)` for `i` in `0..n` (the name
 /// it gives is replaced), copies every other op, and adds the joins (see the module docs).
-/// The result has passed [`check`].
+/// The result has passed [`check`]. A context of the [`Family::Ring`] family is handed to
+/// [`crate::ring::rewrite`] instead (`chunk` makes the GEMM's chunks), whose result has
+/// passed [`crate::ring::check`].
 ///
 /// Errors: [`DecompError::InvalidContext`] when `ctx` has no ops, ops unsorted, repeated or
 /// out of range, fewer than 2 chunks, or its collective is not one of its ops;
@@ -95,6 +131,19 @@ pub fn rewrite(
     chunk: &dyn Fn(&Op, u32) -> Op,
 ) -> Result<Rewritten, DecompError> {
     validate(graph, ctx)?;
+    if ctx.family == Family::Ring {
+        let ring = crate::ring::find(graph, ctx.collective)
+            .filter(|r| r.context() == *ctx)
+            .ok_or_else(|| DecompError::InvalidContext {
+                reason: format!(
+                    "{} has no collective-matmul loop over the ops {:?} with {} ranks",
+                    describe(graph, ctx.collective),
+                    ctx.ops.iter().map(|o| o.0).collect::<Vec<_>>(),
+                    ctx.n
+                ),
+            })?;
+        return crate::ring::rewrite(graph, &ring, chunk);
+    }
     let n = ctx.n;
     let mut in_ctx = vec![false; graph.len()];
     for &o in &ctx.ops {
@@ -357,6 +406,13 @@ fn check_inner(original: &Graph, rewritten: &Rewritten) -> Result<(), String> {
                     ));
                 }
                 c.join = Some(x);
+            }
+            Origin::Step { .. } | Origin::Accumulate { .. } => {
+                return Err(format!(
+                    "{} is a ring step of {}, which a split rewrite never makes",
+                    new(x),
+                    old(o)
+                ));
             }
         }
     }
@@ -675,6 +731,7 @@ mod tests {
             axis: Axis::Rows,
             ops: ops.iter().map(|&i| OpId(i)).collect(),
             n,
+            family: Family::Split,
         }
     }
 

@@ -1,8 +1,10 @@
 //! Choosing decompositions by evaluating schedules.
 //!
 //! Greedy over the critical collectives of the current graph's best baseline schedule, most
-//! exposed first: for each, every axis and chunk count `N` that its context allows is
-//! rewritten ([`rewrite`], checked) and evaluated by scheduling the rewritten graph with the
+//! exposed first: for each, every axis and chunk count `N` that its context allows, and the
+//! collective-matmul ring when its shapes allow one ([`crate::ring`], with
+//! [`SelectConfig::rings`]), is rewritten ([`rewrite`], checked) and evaluated by scheduling
+//! the rewritten graph with the
 //! baselines (the best of program order, the LHS-like list scheduler and the Inductor-like
 //! pass, simulated with contention); the best candidate is kept when it shortens the
 //! makespan, at most one per collective. Cost: O(critical * axes * Ns * (rewrite +
@@ -13,14 +15,15 @@
 //! the greedy variant that re-evaluates after each choice, so it sees interactions between
 //! collectives that the exact model's additive gains leave out.
 
-use concerto_graph::{baselines, simulate, Graph, Hardware, StreamPlan, Timeline};
+use concerto_graph::{baselines, simulate, Graph, Hardware, OpId, StreamPlan, Timeline};
 
 use crate::context::context;
 use crate::critical::critical;
 use crate::error::DecompError;
 use crate::rewrite::rewrite;
+use crate::ring;
 use crate::rules::chunk;
-use crate::split::{Axis, Context};
+use crate::split::{Axis, Context, Family};
 
 /// Options of [`select`].
 #[derive(Clone, Debug)]
@@ -38,6 +41,9 @@ pub struct SelectConfig {
     pub slowdown: Option<f64>,
     /// Critical collectives tried, at most.
     pub max_collectives: usize,
+    /// Also try collective-matmul rings ([`crate::ring`]) around all-gathers and
+    /// reduce-scatters.
+    pub rings: bool,
 }
 
 impl Default for SelectConfig {
@@ -49,6 +55,7 @@ impl Default for SelectConfig {
             depth: 4,
             slowdown: None,
             max_collectives: 64,
+            rings: true,
         }
     }
 }
@@ -58,9 +65,11 @@ impl Default for SelectConfig {
 pub struct Decomposition {
     /// The collective's name in the graph it was chosen in.
     pub collective: String,
-    /// The axis.
+    /// The family: a split into chunks, or a collective-matmul ring.
+    pub family: Family,
+    /// The axis (a ring's: the GEMM's rows).
     pub axis: Axis,
-    /// Chunks.
+    /// Chunks (a ring's: its ranks).
     pub n: u32,
     /// Ops in the context (the collective included).
     pub context_ops: usize,
@@ -68,6 +77,42 @@ pub struct Decomposition {
     pub before_ns: u64,
     /// Makespan after (ns).
     pub after_ns: u64,
+}
+
+impl Decomposition {
+    /// The decomposition of `ctx` around the collective named `collective`, evaluated from
+    /// `before_ns` to `after_ns`.
+    fn of(collective: &str, ctx: &Context, before_ns: u64, after_ns: u64) -> Self {
+        Decomposition {
+            collective: collective.to_string(),
+            family: ctx.family,
+            axis: ctx.axis,
+            n: ctx.n,
+            context_ops: ctx.ops.len(),
+            before_ns,
+            after_ns,
+        }
+    }
+
+    /// A label for tables: `rows/4` for a split, `ring/8` for a collective matmul.
+    pub fn label(&self) -> String {
+        crate::split::label(self.family, self.axis, self.n)
+    }
+}
+
+/// Every context tried around `collective`: each axis and chunk count of `config` the split
+/// rules allow, then the collective-matmul ring when its shapes allow one and `config.rings`.
+fn contexts(graph: &Graph, collective: OpId, config: &SelectConfig) -> Vec<Context> {
+    let mut out = Vec::new();
+    for &axis in &config.axes {
+        for &n in &config.ns {
+            out.extend(context(graph, collective, axis, n, config.depth));
+        }
+    }
+    if config.rings {
+        out.extend(ring::find(graph, collective).map(|r| r.context()));
+    }
+    out
 }
 
 /// What [`select`] returns.
@@ -133,27 +178,12 @@ pub fn select(
             continue; // split by an earlier decomposition's context
         };
         let mut best: Option<(u64, Graph, Decomposition)> = None;
-        for &axis in &config.axes {
-            for &n in &config.ns {
-                let Some(ctx) = context(&current, c, axis, n, config.depth) else {
-                    continue;
-                };
-                let rewritten = apply(&current, &ctx, hardware, config)?;
-                let (m, _) = evaluate(&rewritten, hardware)?;
-                if m < best.as_ref().map_or(makespan, |b| b.0) {
-                    best = Some((
-                        m,
-                        rewritten,
-                        Decomposition {
-                            collective: name.clone(),
-                            axis,
-                            n,
-                            context_ops: ctx.ops.len(),
-                            before_ns: makespan,
-                            after_ns: m,
-                        },
-                    ));
-                }
+        for ctx in contexts(&current, c, config) {
+            let rewritten = apply(&current, &ctx, hardware, config)?;
+            let (m, _) = evaluate(&rewritten, hardware)?;
+            if m < best.as_ref().map_or(makespan, |b| b.0) {
+                let d = Decomposition::of(&name, &ctx, makespan, m);
+                best = Some((m, rewritten, d));
             }
         }
         if let Some((m, g, d)) = best {
@@ -190,10 +220,23 @@ pub struct Scored {
 
 /// Every candidate that shortens the evaluated makespan when applied alone: for each
 /// critical collective of the best baseline schedule (most exposed first), each axis and
-/// chunk count the context allows, rewritten (checked) and evaluated. Returns the input's
-/// evaluated makespan and the candidates, grouped by collective in that order. Cost:
-/// O(critical x axes x Ns x (rewrite + evaluate)).
+/// chunk count the context allows and its collective-matmul ring (when it has one and
+/// [`SelectConfig::rings`]), rewritten (checked) and evaluated. Returns the input's evaluated
+/// makespan and the candidates, grouped by collective in that order. Cost:
+/// O(critical x (axes x Ns + 1) x (rewrite + evaluate)).
 pub fn candidates(
+    graph: &Graph,
+    hardware: &Hardware,
+    config: &SelectConfig,
+) -> Result<(u64, Vec<Scored>), DecompError> {
+    let (before, mut all) = tried(graph, hardware, config)?;
+    all.retain(|s| s.decomposition.after_ns < before);
+    Ok((before, all))
+}
+
+/// Every candidate [`candidates`] tries, whether it gains or not, with its evaluated
+/// makespan: for comparing the decomposition families on one graph. Same cost.
+pub fn tried(
     graph: &Graph,
     hardware: &Hardware,
     config: &SelectConfig,
@@ -204,26 +247,12 @@ pub fn candidates(
         .into_iter()
         .take(config.max_collectives)
     {
-        for &axis in &config.axes {
-            for &n in &config.ns {
-                let Some(ctx) = context(graph, c.op, axis, n, config.depth) else {
-                    continue;
-                };
-                let (m, _) = evaluate(&apply(graph, &ctx, hardware, config)?, hardware)?;
-                if m < before {
-                    out.push(Scored {
-                        decomposition: Decomposition {
-                            collective: graph.op(c.op).name.clone(),
-                            axis,
-                            n,
-                            context_ops: ctx.ops.len(),
-                            before_ns: before,
-                            after_ns: m,
-                        },
-                        context: ctx,
-                    });
-                }
-            }
+        for ctx in contexts(graph, c.op, config) {
+            let (m, _) = evaluate(&apply(graph, &ctx, hardware, config)?, hardware)?;
+            out.push(Scored {
+                decomposition: Decomposition::of(&graph.op(c.op).name, &ctx, before, m),
+                context: ctx,
+            });
         }
     }
     Ok((before, out))
@@ -357,6 +386,7 @@ pub fn select_exact(
             axis: d.axis,
             ops,
             n: d.n,
+            family: d.family,
         };
         current = apply(&current, &ctx, hardware, config)?;
         applied.push(d.clone());

@@ -30,8 +30,32 @@ impl Axis {
     }
 }
 
+/// The family of a decomposition.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[non_exhaustive]
+pub enum Family {
+    /// Concerto's loop decomposition: every op of the context, the collective included,
+    /// split into `n` chunks of the same kind ([`crate::rewrite`]).
+    #[default]
+    Split,
+    /// Collective matmul (Wang et al., ASPLOS 2023): an all-gather or reduce-scatter looped
+    /// with its GEMM as a ring of `n - 1` point-to-point steps and `n` GEMM chunks
+    /// ([`crate::ring`]).
+    Ring,
+}
+
+impl Family {
+    /// `split` or `collective-matmul`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Split => "split",
+            Family::Ring => "collective-matmul",
+        }
+    }
+}
+
 /// A decomposition context: the ops to split into `n` chunks along `axis` around the
-/// critical collective `collective` (which is one of `ops`).
+/// critical collective `collective` (which is one of `ops`), by the decomposition `family`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Context {
     /// The critical collective.
@@ -42,4 +66,22 @@ pub struct Context {
     pub ops: Vec<OpId>,
     /// Chunks.
     pub n: u32,
+    /// How: split into chunks, or a collective-matmul ring (then `ops` is the collective and
+    /// its GEMM, `axis` the GEMM's rows and `n` the ring's ranks).
+    pub family: Family,
+}
+
+impl Context {
+    /// A label for tables: `rows/4` for a split, `ring/8` for a collective matmul.
+    pub fn label(&self) -> String {
+        label(self.family, self.axis, self.n)
+    }
+}
+
+/// `axis/n` for a split, `ring/n` for a collective matmul.
+pub(crate) fn label(family: Family, axis: Axis, n: u32) -> String {
+    match family {
+        Family::Split => format!("{}/{n}", axis.as_str()),
+        Family::Ring => format!("ring/{n}"),
+    }
 }

@@ -1,14 +1,16 @@
 //! The union graph of joint decomposition: every mode choice gives exactly the graph that
 //! applying the chosen rewrites one after the other gives (same ops, same costs, same
-//! dependencies), on a GPT step with many candidates per collective.
+//! dependencies), on a GPT step with many candidates per collective, and on a
+//! sequence-parallel GPT step whose regions mix splits and collective-matmul rings.
 
 use std::collections::BTreeSet;
 
 use concerto_decomp::context::context;
 use concerto_decomp::joint::{union, Candidate, Union};
 use concerto_decomp::rewrite::rewrite;
+use concerto_decomp::ring;
 use concerto_decomp::rules::chunk;
-use concerto_decomp::{Axis, Context};
+use concerto_decomp::{Axis, Context, Family};
 use concerto_graph::models::{build, GptConfig, Model, Parallel};
 use concerto_graph::{Graph, Op, OpKind};
 
@@ -113,6 +115,7 @@ fn sequential(g: &Graph, u: &Union, cands: &[Candidate], modes: &[usize]) -> Gra
                 axis: ctx.axis,
                 ops,
                 n: ctx.n,
+                family: ctx.family,
             };
             let f = |op: &Op, k: u32| chunk(op, moved.axis, moved.n, k, None);
             current = rewrite(&current, &moved, &f).unwrap().graph;
@@ -121,12 +124,66 @@ fn sequential(g: &Graph, u: &Union, cands: &[Candidate], modes: &[usize]) -> Gra
     current
 }
 
+/// A two-layer GPT with 8-way tensor and sequence parallelism.
+fn gpt_sp8() -> Graph {
+    let model = Model::Gpt(GptConfig {
+        layers: 2,
+        ..GptConfig::default()
+    });
+    build(&model, &Parallel::new(1, 8, 1).with_sequence_parallel(true)).unwrap()
+}
+
+/// Every forward all-gather and reduce-scatter: its collective-matmul ring and its split
+/// along cols into 2 where the rules allow it.
+fn sp_candidates(g: &Graph) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    for o in g.ids() {
+        let name = &g.op(o).name;
+        if !name.contains(".fwd.") || !name.contains(".sp.") {
+            continue;
+        }
+        if let Some(r) = ring::find(g, o) {
+            out.push(Candidate {
+                label: format!("{name} ring"),
+                context: r.context(),
+            });
+        }
+        if let Some(ctx) = context(g, o, Axis::Cols, 2, 4) {
+            out.push(Candidate {
+                label: format!("{name} cols/2"),
+                context: ctx,
+            });
+        }
+    }
+    out
+}
+
 #[test]
 fn every_mode_choice_is_the_sequential_rewrite() {
     let g = gpt_tp8();
     let cands = candidates(&g);
     assert!(cands.len() >= 6, "{} candidates", cands.len());
-    let u = union(&g, &cands, &split, &[]).unwrap();
+    every_mode_choice(&g, &cands);
+}
+
+#[test]
+fn rings_and_splits_share_regions() {
+    let g = gpt_sp8();
+    let cands = sp_candidates(&g);
+    let rings = cands
+        .iter()
+        .filter(|c| c.context.family == Family::Ring)
+        .count();
+    // Two gathers and two scatters per layer, the head's gather; the embedding's scatter
+    // reads no GEMM.
+    assert_eq!(rings, 9, "{cands:?}");
+    assert!(cands.len() > rings);
+    every_mode_choice(&g, &cands);
+}
+
+fn every_mode_choice(g: &Graph, cands: &[Candidate]) {
+    let g = g.clone();
+    let u = union(&g, cands, &split, &[]).unwrap();
     // One region per forward all-reduce (its candidates share it).
     assert!(u.regions.len() >= 3);
     for r in &u.regions {
@@ -153,7 +210,7 @@ fn every_mode_choice_is_the_sequential_rewrite() {
     choices.push(u.regions.iter().map(|_| 1).collect());
     for modes in &choices {
         let (got, kept) = u.graph_of(modes).unwrap();
-        let want = sequential(&g, &u, &cands, modes);
+        let want = sequential(&g, &u, cands, modes);
         assert_eq!(got.len(), want.len(), "{modes:?}");
         assert_eq!(kept.len(), got.len());
         let (a, b) = (canon(&got), canon(&want));

@@ -3,7 +3,7 @@
 //! native JSON format.
 
 use concerto_decomp::rewrite::{check, rewrite};
-use concerto_decomp::{Axis, Context};
+use concerto_decomp::{Axis, Context, Family};
 use concerto_graph::{
     baselines, simulate, CollectiveKind, ComputeClass, DType, GemmShape, Graph, GraphBuilder,
     Hardware, LinkClass, Op, OpId, OpKind, Tensor,
@@ -108,6 +108,7 @@ fn cases() -> impl Strategy<Value = (Graph, Context)> {
                     axis: Axis::Rows,
                     ops,
                     n,
+                    family: Family::Split,
                 };
                 (g, ctx)
             })
