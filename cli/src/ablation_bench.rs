@@ -9,6 +9,10 @@
 //! 2. **Fusion** on ZeRO-3 at 8, 16 and 32 GPUs: S (unfused) and S+F (concerto on the graph
 //!    with collectives fused into buckets chosen under concerto's plan, kept only when not
 //!    longer).
+//! 3. **Decomposition families** on the same GPT with sequence parallelism (the tensor-parallel
+//!    all-reduces become all-gathers and reduce-scatters along the sequence, where Google's
+//!    collective matmul applies): S+AD with Concerto's splits only, with collective-matmul
+//!    rings only, and with both, on one graph.
 //!
 //! Every makespan is simulated from a plan that passed the plan and schedule checks of the
 //! optimisation pipeline. Exit 1 when concerto's schedule loses to a baseline anywhere.
@@ -17,11 +21,12 @@ use std::time::Instant;
 
 use clap::Args;
 use concerto_graph::models::{self, GptConfig, Model, Parallel, Zero};
-use concerto_graph::DType;
+use concerto_graph::optimize::Optimized;
+use concerto_graph::{DType, Graph};
 use serde::Serialize;
 
 use crate::decompose;
-use crate::optimize::{Decompose, DecompositionJson, Fuse, OptimizeOpts};
+use crate::optimize::{Decompose, DecompositionJson, Families, Fuse, OptimizeOpts};
 use crate::table::Table;
 use crate::Failure;
 
@@ -84,10 +89,30 @@ struct FusionRow {
     time_s: f64,
 }
 
+/// One row of the decomposition-families table.
+#[derive(Serialize)]
+struct FamiliesRow {
+    config: String,
+    hardware: &'static str,
+    ops: usize,
+    /// Program order.
+    baseline_ns: u64,
+    /// S.
+    optimized_ns: u64,
+    /// S+AD with splits only, rings only, both (each never above S).
+    split_ns: u64,
+    ring_ns: u64,
+    all_ns: u64,
+    /// What `all` applied.
+    decompositions: Vec<DecompositionJson>,
+    time_s: f64,
+}
+
 #[derive(Serialize)]
 struct Report {
     ablation: Vec<AblationRow>,
     fusion: Vec<FusionRow>,
+    families: Vec<FamiliesRow>,
 }
 
 /// A GPT plan of the ablation.
@@ -124,6 +149,26 @@ fn ablation_settings() -> Vec<Setting> {
         s("gpt (1,8,2) PCIe fp32", "a800-pcie", 8, 2, DType::F32),
         s("gpt (1,16,1) bf16", "h100", 16, 1, DType::Bf16),
         s("gpt (1,8,2) bf16", "h100", 8, 2, DType::Bf16),
+    ]
+}
+
+/// The ablation's GPT with sequence parallelism: (1,8,1) on both profiles, (1,16,1) across two
+/// nodes on the roofline one.
+fn families_settings() -> Vec<Setting> {
+    let gpt = Model::Gpt(GptConfig {
+        micro_batch: 4,
+        ..GptConfig::default()
+    });
+    let s = |name, hardware, tp| Setting {
+        name,
+        hardware,
+        model: gpt.clone(),
+        parallel: plan(1, tp, 1, Zero::None, DType::Bf16).with_sequence_parallel(true),
+    };
+    vec![
+        s("gpt (1,8,1) SP bf16", "h100", 8),
+        s("gpt (1,8,1) SP NVLink bf16", "a800", 8),
+        s("gpt (1,16,1) SP NVLink bf16", "a800", 16),
     ]
 }
 
@@ -164,25 +209,38 @@ fn ms(ns: u64) -> String {
     format!("{:.3}", ns as f64 / 1e6)
 }
 
+/// A decomposition row's options (its hardware, fusion off, `--decompose sequential` unless
+/// another was asked), its graph and concerto's schedule of it; the row goes into `worse`
+/// when concerto's schedule loses to a baseline.
+fn scheduled(
+    args: &AblationArgs,
+    s: &Setting,
+    worse: &mut Vec<&'static str>,
+) -> anyhow::Result<(OptimizeOpts, Graph, Optimized)> {
+    let mut opts = args.opts.clone();
+    opts.hardware = s.hardware.to_string();
+    opts.gpus_per_node = s.parallel.gpus_per_node;
+    opts.fuse = Fuse::Off;
+    if opts.decompose == Decompose::Off {
+        opts.decompose = Decompose::Sequential;
+    }
+    let graph = models::build(&s.model, &s.parallel)?;
+    let r = opts.run(&graph)?;
+    let opt = r.concerto().makespan_ns();
+    if r.results.iter().any(|x| opt > x.makespan_ns()) {
+        worse.push(s.name);
+    }
+    Ok((opts, graph, r))
+}
+
 pub(crate) fn run(args: &AblationArgs) -> Result<(), Failure> {
     let mut worse = Vec::new();
     let mut ablation = Vec::new();
     let wanted = |name: &str| args.only.as_deref().is_none_or(|p| name.contains(p));
     for s in ablation_settings().into_iter().filter(|s| wanted(s.name)) {
         let began = Instant::now();
-        let mut opts = args.opts.clone();
-        opts.hardware = s.hardware.to_string();
-        opts.gpus_per_node = s.parallel.gpus_per_node;
-        opts.fuse = Fuse::Off;
-        if opts.decompose == Decompose::Off {
-            opts.decompose = Decompose::Sequential;
-        }
-        let graph = models::build(&s.model, &s.parallel)?;
-        let r = opts.run(&graph)?;
+        let (opts, graph, r) = scheduled(args, &s, &mut worse)?;
         let opt = r.concerto().makespan_ns();
-        if r.results.iter().any(|x| opt > x.makespan_ns()) {
-            worse.push(s.name);
-        }
         let ad = decompose::sequential(&opts, &graph, opt)
             .map_err(|e| e.context(format!("{}: decomposing", s.name)))?;
         let baseline = r.get("program-order").map_or(0, |x| x.makespan_ns());
@@ -262,10 +320,54 @@ pub(crate) fn run(args: &AblationArgs) -> Result<(), Failure> {
         }
         fusion.push(row);
     }
+    let mut families = Vec::new();
+    for s in families_settings().into_iter().filter(|s| wanted(s.name)) {
+        let began = Instant::now();
+        let (mut opts, graph, r) = scheduled(args, &s, &mut worse)?;
+        let opt = r.concerto().makespan_ns();
+        let mut by_family = Vec::new();
+        for f in [Families::Split, Families::Ring, Families::All] {
+            opts.families = f;
+            let ad = decompose::sequential(&opts, &graph, opt)
+                .map_err(|e| e.context(format!("{}: decomposing ({f:?})", s.name)))?;
+            by_family.push(ad);
+        }
+        let all = by_family.pop().expect("three");
+        let row = FamiliesRow {
+            config: s.name.to_string(),
+            hardware: s.hardware,
+            ops: r.ops,
+            baseline_ns: r.get("program-order").map_or(0, |x| x.makespan_ns()),
+            optimized_ns: opt,
+            split_ns: by_family[0].decomposed_ns,
+            ring_ns: by_family[1].decomposed_ns,
+            all_ns: all.decomposed_ns,
+            decompositions: all.decompositions,
+            time_s: began.elapsed().as_secs_f64(),
+        };
+        if !args.json {
+            eprintln!(
+                "{} on {}: S {} ms, S+AD split {} / ring {} / all {} ms ({:.1} s)",
+                row.config,
+                row.hardware,
+                ms(row.optimized_ns),
+                ms(row.split_ns),
+                ms(row.ring_ns),
+                ms(row.all_ns),
+                row.time_s
+            );
+        }
+        families.push(row);
+    }
     if args.json {
-        println!("{}", serde_json::to_string(&Report { ablation, fusion })?);
+        let report = Report {
+            ablation,
+            fusion,
+            families,
+        };
+        println!("{}", serde_json::to_string(&report)?);
     } else {
-        print_tables(&ablation, &fusion);
+        print_tables(&ablation, &fusion, &families);
     }
     if !worse.is_empty() {
         eprintln!("concerto is worse than a baseline on: {}", worse.join(", "));
@@ -274,7 +376,49 @@ pub(crate) fn run(args: &AblationArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-fn print_tables(ablation: &[AblationRow], fusion: &[FusionRow]) {
+/// `count x label`, e.g. `6x rows/4, 16x cols/2, 2x ring/8`, or `-`.
+fn decomps_summary(decompositions: &[DecompositionJson]) -> String {
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    for d in decompositions {
+        let label = d.label();
+        match groups.iter_mut().find(|(k, _)| *k == label) {
+            Some((_, c)) => *c += 1,
+            None => groups.push((label, 1)),
+        }
+    }
+    if groups.is_empty() {
+        return "-".to_string();
+    }
+    groups
+        .iter()
+        .map(|(label, c)| format!("{c}x {label}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The tables that have rows, a blank line between them.
+fn print_tables(ablation: &[AblationRow], fusion: &[FusionRow], families: &[FamiliesRow]) {
+    let mut first = true;
+    let mut gap = || {
+        if !std::mem::take(&mut first) {
+            println!();
+        }
+    };
+    if !ablation.is_empty() {
+        gap();
+        print_ablation(ablation);
+    }
+    if !fusion.is_empty() {
+        gap();
+        print_fusion(fusion);
+    }
+    if !families.is_empty() {
+        gap();
+        print_families(families);
+    }
+}
+
+fn print_ablation(ablation: &[AblationRow]) {
     let mut t = Table::new(&[
         "config",
         "hardware",
@@ -291,23 +435,7 @@ fn print_tables(ablation: &[AblationRow], fusion: &[FusionRow]) {
     ]);
     for r in ablation {
         let ratio = |ns: u64| format!("{:.3}", ns as f64 / r.baseline_ns as f64);
-        // `count x axis/N`, e.g. `6x rows/4, 16x cols/2`.
-        let mut groups: Vec<((&str, u32), usize)> = Vec::new();
-        for d in &r.decompositions {
-            match groups.iter_mut().find(|(k, _)| *k == (d.axis, d.n)) {
-                Some((_, c)) => *c += 1,
-                None => groups.push(((d.axis, d.n), 1)),
-            }
-        }
-        let decomps = if groups.is_empty() {
-            "-".to_string()
-        } else {
-            groups
-                .iter()
-                .map(|((axis, n), c)| format!("{c}x {axis}/{n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let decomps = decomps_summary(&r.decompositions);
         t.row(vec![
             r.config.clone(),
             r.hardware.to_string(),
@@ -328,7 +456,9 @@ fn print_tables(ablation: &[AblationRow], fusion: &[FusionRow]) {
         "baseline = program order; S = concerto's schedule; S+AD = with decompositions \
          (--decompose sequential), kept at S when longer; shape = baseline > S > S+AD"
     );
-    println!();
+}
+
+fn print_fusion(fusion: &[FusionRow]) {
     let mut t = Table::new(&[
         "config",
         "hardware",
@@ -370,4 +500,44 @@ fn print_tables(ablation: &[AblationRow], fusion: &[FusionRow]) {
             println!("{}: {n}", r.config);
         }
     }
+}
+
+fn print_families(families: &[FamiliesRow]) {
+    let mut t = Table::new(&[
+        "config",
+        "hardware",
+        "ops",
+        "baseline_ms",
+        "S_ms",
+        "split_ms",
+        "ring_ms",
+        "both_ms",
+        "both_gain",
+        "decomps (both)",
+        "time_s",
+    ]);
+    for r in families {
+        t.row(vec![
+            r.config.clone(),
+            r.hardware.to_string(),
+            r.ops.to_string(),
+            ms(r.baseline_ns),
+            ms(r.optimized_ns),
+            ms(r.split_ns),
+            ms(r.ring_ns),
+            ms(r.all_ns),
+            format!(
+                "{:.2}%",
+                (1.0 - r.all_ns as f64 / r.optimized_ns as f64) * 100.0
+            ),
+            decomps_summary(&r.decompositions),
+            format!("{:.1}", r.time_s),
+        ]);
+    }
+    print!("{}", t.render());
+    println!(
+        "S+AD per family (--families split|ring|all), each kept at S when longer; ring = \
+         collective matmul (Wang et al., ASPLOS 2023) around the sequence-parallel all-gathers \
+         and reduce-scatters"
+    );
 }

@@ -34,6 +34,10 @@ pub(crate) struct DecomposeArgs {
     /// and one S+AD schedule per factor, after one with the measured tables.
     #[arg(long, value_name = "X,...", conflicts_with = "split_slowdown")]
     pub(crate) sweep_slowdown: Option<String>,
+    /// Also list every candidate tried around the critical collectives, of both families (a
+    /// split into chunks, a collective-matmul ring), each evaluated alone, gaining or not.
+    #[arg(long, conflicts_with = "sweep_slowdown")]
+    pub(crate) candidates: bool,
     /// Print JSON (an object, or an array of rows with `--sweep-slowdown`) instead of tables.
     #[arg(long)]
     pub(crate) json: bool,
@@ -210,6 +214,19 @@ fn chosen_json(s: &Selected) -> Vec<ChosenJson> {
         .collect()
 }
 
+/// A candidate tried, evaluated alone (`--candidates`).
+#[derive(Serialize)]
+struct CandidateJson {
+    collective: String,
+    family: &'static str,
+    /// `rows/4`, `ring/8`.
+    label: String,
+    context_ops: usize,
+    evaluated_ns: u64,
+    /// Evaluated gain over the best baseline, percent (negative: longer).
+    gain_pct: f64,
+}
+
 /// The JSON report of `concerto decompose` without a sweep.
 #[derive(Serialize)]
 struct DecomposeJson {
@@ -222,6 +239,9 @@ struct DecomposeJson {
     baseline_ns: u64,
     threshold: f64,
     critical: Vec<CriticalJson>,
+    /// With `--candidates`: every candidate tried.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    candidates: Option<Vec<CandidateJson>>,
     decompositions: Vec<ChosenJson>,
     n_values: String,
     evaluated_before_ns: u64,
@@ -346,6 +366,28 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
             }
         })
         .collect();
+    let candidates = if args.candidates {
+        let config = args.opts.select_config();
+        let (before, tried) = concerto_decomp::select::tried(&graph, &hardware, &config)?;
+        Some(
+            tried
+                .iter()
+                .map(|c| {
+                    let d = &c.decomposition;
+                    CandidateJson {
+                        collective: d.collective.clone(),
+                        family: d.family.as_str(),
+                        label: d.label(),
+                        context_ops: d.context_ops,
+                        evaluated_ns: d.after_ns,
+                        gain_pct: gain_pct(before, d.after_ns),
+                    }
+                })
+                .collect(),
+        )
+    } else {
+        None
+    };
     let report = DecomposeJson {
         graph: graph.name().to_string(),
         hardware: hardware.name.clone(),
@@ -356,6 +398,7 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
         baseline_ns,
         threshold,
         critical: crit,
+        candidates,
         decompositions: row.decompositions,
         n_values: row.n_values,
         evaluated_before_ns: row.evaluated_before_ns,
@@ -401,9 +444,34 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
         }
         print!("{}", t.render());
     }
+    if let Some(cands) = &r.candidates {
+        println!(
+            "candidates     {} tried, each alone (evaluated: best baseline schedule)",
+            cands.len()
+        );
+        let mut t = Table::new(&[
+            "collective",
+            "family",
+            "candidate",
+            "context_ops",
+            "evaluated_ms",
+            "gain",
+        ]);
+        for c in cands {
+            t.row(vec![
+                c.collective.clone(),
+                c.family.to_string(),
+                c.label.clone(),
+                c.context_ops.to_string(),
+                ms(c.evaluated_ns),
+                format!("{:+.2}%", c.gain_pct),
+            ]);
+        }
+        print!("{}", t.render());
+    }
     let cost = match r.slowdown {
         Some(x) => format!("chunks cost op x {x} / N"),
-        None => "chunks costed from the measured tables".to_string(),
+        None => "chunks costed by the profile, like any op".to_string(),
     };
     println!(
         "chosen         {} decomposition(s), N {} ({cost}); evaluated {} -> {} ms",
@@ -415,6 +483,7 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
     if !r.decompositions.is_empty() {
         let mut t = Table::new(&[
             "collective",
+            "family",
             "axis",
             "N",
             "context_ops",
@@ -424,6 +493,7 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
         for d in &r.decompositions {
             t.row(vec![
                 d.d.collective.clone(),
+                d.d.family.to_string(),
                 d.d.axis.to_string(),
                 d.d.n.to_string(),
                 d.d.context_size.to_string(),
@@ -530,6 +600,7 @@ mod tests {
         let d = || {
             vec![DecompositionJson {
                 collective: "ar".into(),
+                family: "split",
                 axis: "rows",
                 n: 2,
                 context_size: 3,

@@ -68,6 +68,17 @@ pub(crate) enum Decompose {
     Joint,
 }
 
+/// Which decomposition families the selection tries.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Families {
+    /// Both: splits into chunks and collective-matmul rings.
+    All,
+    /// Concerto's splits into chunks only.
+    Split,
+    /// Collective-matmul rings only (Wang et al., ASPLOS 2023).
+    Ring,
+}
+
 /// The exact selection of decomposition candidates: the MILP through `concerto-backends`
 /// (HiGHS, CBC or microlp, as compiled in), or exact enumeration in a build without MILP.
 fn exact_selection(
@@ -142,6 +153,10 @@ pub(crate) struct OptimizeOpts {
     /// Cost chunks as the op's duration x X / N instead of looking them up in the tables.
     #[arg(long, value_name = "X")]
     pub(crate) split_slowdown: Option<f64>,
+    /// Decomposition families tried: `all`, `split` (Concerto's chunks) or `ring`
+    /// (collective matmul around all-gathers and reduce-scatters that feed or follow a GEMM).
+    #[arg(long, value_enum, default_value_t = Families::All)]
+    pub(crate) families: Families,
     /// Worker threads (windows of one pass in parallel).
     #[arg(long, default_value_t = 1)]
     pub(crate) threads: usize,
@@ -193,6 +208,20 @@ impl OptimizeOpts {
         Ok(Some((selected, optimized)))
     }
 
+    /// The selection's options: `--split-slowdown` and `--families`.
+    pub(crate) fn select_config(&self) -> SelectConfig {
+        let defaults = SelectConfig::default();
+        SelectConfig {
+            slowdown: self.split_slowdown,
+            axes: match self.families {
+                Families::Ring => Vec::new(),
+                _ => defaults.axes.clone(),
+            },
+            rings: self.families != Families::Split,
+            ..defaults
+        }
+    }
+
     /// The decompositions `--decompose` asks for (`None` when off), not scheduled.
     pub(crate) fn select(&self, graph: &Graph) -> anyhow::Result<Option<Selected>> {
         if self.decompose == Decompose::Off {
@@ -204,10 +233,7 @@ impl OptimizeOpts {
             }
         }
         let hardware = self.hardware()?;
-        let config = SelectConfig {
-            slowdown: self.split_slowdown,
-            ..SelectConfig::default()
-        };
+        let config = self.select_config();
         let selected = match self.decompose {
             Decompose::Greedy => select(graph, &hardware, &config)?,
             _ => select_exact(graph, &hardware, &config, &exact_selection)?,
@@ -229,20 +255,12 @@ impl OptimizeOpts {
         use concerto_decomp::joint::{solve_joint, Candidate, JointSolveConfig};
         let began = std::time::Instant::now();
         let hardware = self.hardware()?;
-        let config = SelectConfig {
-            slowdown: self.split_slowdown,
-            ..SelectConfig::default()
-        };
+        let config = self.select_config();
         let (_, scored) = concerto_decomp::select::candidates(graph, &hardware, &config)?;
         let candidates: Vec<Candidate> = scored
             .iter()
             .map(|c| Candidate {
-                label: format!(
-                    "{} {}/{}",
-                    c.decomposition.collective,
-                    c.decomposition.axis.as_str(),
-                    c.decomposition.n
-                ),
+                label: format!("{} {}", c.decomposition.collective, c.decomposition.label()),
                 context: c.context.clone(),
             })
             .collect();
@@ -252,6 +270,7 @@ impl OptimizeOpts {
             .filter(|(_, c)| {
                 sequential.iter().any(|d| {
                     d.collective == c.decomposition.collective
+                        && d.family == c.decomposition.family.as_str()
                         && d.axis == c.decomposition.axis.as_str()
                         && d.n == c.decomposition.n
                 })
@@ -428,9 +447,22 @@ struct SchedulerJson {
 #[derive(Serialize)]
 pub(crate) struct DecompositionJson {
     pub(crate) collective: String,
+    /// `split` or `collective-matmul`.
+    pub(crate) family: &'static str,
     pub(crate) axis: &'static str,
     pub(crate) n: u32,
     pub(crate) context_size: usize,
+}
+
+impl DecompositionJson {
+    /// `rows/4` for a split, `ring/8` for a collective matmul.
+    pub(crate) fn label(&self) -> String {
+        if self.family == concerto_decomp::Family::Ring.as_str() {
+            format!("ring/{}", self.n)
+        } else {
+            format!("{}/{}", self.axis, self.n)
+        }
+    }
 }
 
 pub(crate) fn decompositions_json(s: &Selected) -> Vec<DecompositionJson> {
@@ -438,6 +470,7 @@ pub(crate) fn decompositions_json(s: &Selected) -> Vec<DecompositionJson> {
         .iter()
         .map(|d| DecompositionJson {
             collective: d.collective.clone(),
+            family: d.family.as_str(),
             axis: d.axis.as_str(),
             n: d.n,
             context_size: d.context_ops,
@@ -732,10 +765,9 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         );
         for d in &sel.decompositions {
             println!(
-                "  {} along {} into {} ({} ops): {} -> {} ms",
+                "  {} {} ({} ops): {} -> {} ms",
                 d.collective,
-                d.axis.as_str(),
-                d.n,
+                d.label(),
                 d.context_ops,
                 ms(d.before_ns),
                 ms(d.after_ns)

@@ -570,3 +570,93 @@ fn bench_ablation_reports_the_shape_and_the_fusion_rows() {
     assert_eq!(r["shape"].as_bool().unwrap(), b > s && s > d, "{r}");
     assert_eq!(r["hardware"], "h100");
 }
+
+#[test]
+fn both_decomposition_families_are_tried_on_a_sequence_parallel_graph() {
+    let dir = scratch("sp");
+    let path = dir.join("sp.json").display().to_string();
+    let o = concerto(&[
+        "model", "gpt", "--layers", "1", "--hidden", "1024", "--heads", "16", "--seq", "1024",
+        "--tp", "4", "--sp", "-o", &path,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("gpt-dp1-tp4-pp1-sp"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("reduce-scatter"), "{}", stdout(&o));
+    let o = concerto(&[
+        "decompose",
+        &path,
+        "--hardware",
+        "a800",
+        "--candidates",
+        "--time-limit",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let cands = v["candidates"].as_array().expect("--candidates lists them");
+    // Some collective has candidates of both families.
+    let families = |name: &str| -> Vec<String> {
+        cands
+            .iter()
+            .filter(|c| c["collective"] == name)
+            .map(|c| c["family"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let both = cands.iter().any(|c| {
+        let f = families(c["collective"].as_str().unwrap());
+        f.iter().any(|x| x == "split") && f.iter().any(|x| x == "collective-matmul")
+    });
+    assert!(both, "{v}");
+    for c in cands {
+        if c["family"] == "collective-matmul" {
+            assert_eq!(c["label"], "ring/4", "{c}");
+            assert_eq!(c["context_ops"], 2, "{c}");
+        }
+    }
+    // Rings only: every decomposition chosen is a ring, and S+AD never exceeds S.
+    let o = concerto(&[
+        "decompose",
+        &path,
+        "--hardware",
+        "a800",
+        "--families",
+        "ring",
+        "--time-limit",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    for d in v["decompositions"].as_array().unwrap() {
+        assert_eq!(d["family"], "collective-matmul", "{d}");
+    }
+    assert!(!v["decompositions"].as_array().unwrap().is_empty(), "{v}");
+    let o = concerto(&["model", "vit", "--tp", "2", "--sp"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("gpt only"), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_ablation_compares_the_families_on_one_graph() {
+    let o = concerto(&[
+        "bench",
+        "ablation",
+        "--only",
+        "(1,16,1) SP",
+        "--time-limit",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = v["families"].as_array().unwrap();
+    assert_eq!(rows.len(), 1, "{v}");
+    let r = &rows[0];
+    let s = r["optimized_ns"].as_u64().unwrap();
+    for key in ["split_ns", "ring_ns", "all_ns"] {
+        assert!(r[key].as_u64().unwrap() <= s, "{key}: {r}");
+    }
+    // Across two nodes on the roofline profile, the rings hide the gathers: strictly shorter.
+    assert!(r["ring_ns"].as_u64().unwrap() < s, "{r}");
+}

@@ -827,91 +827,62 @@ mod tests {
         assert!(h.find("proj/join").is_some());
     }
 
+    /// A GEMM of `m x k -> n`.
+    fn mm(m: u64, n: u64, k: u64) -> Op {
+        Op::gemm("mm", GemmShape { b: 1, m, n, k }, DType::Bf16)
+    }
+
+    /// `x` (output `input`) -> a `kind` collective over 4 ranks (output `output`) -> `next`
+    /// (omitted when `None`).
+    fn around(input: &[u64], kind: CollectiveKind, output: &[u64], next: Option<Op>) -> Graph {
+        let mut b = GraphBuilder::new("around");
+        let x = b.add(
+            Op::compute("x", ComputeClass::Norm, 1, 1).with_output(act(input)),
+            &[],
+        );
+        let out = act(output);
+        let c = b.add(
+            Op::collective("c", kind, out.bytes(), 4, LinkClass::IntraNode).with_output(out),
+            &[x],
+        );
+        if let Some(op) = next {
+            b.add(op, &[c]);
+        }
+        b.finish()
+    }
+
     #[test]
     fn shapes_that_do_not_loop_are_not_found() {
+        let ag = CollectiveKind::AllGather;
+        let c = |g: &Graph| find(g, id(g, "c"));
+        // The loop itself, for contrast.
+        assert!(c(&around(
+            &[1, 16, 32],
+            ag,
+            &[1, 64, 32],
+            Some(mm(64, 16, 32))
+        ))
+        .is_some());
         // Gathered along the features: the GEMM would contract over the gathered dimension.
-        let mut b = GraphBuilder::new("cols");
-        let x = b.add(
-            Op::compute("x", ComputeClass::Norm, 1, 1).with_output(act(&[1, 64, 8])),
-            &[],
+        assert_eq!(
+            c(&around(&[1, 64, 8], ag, &[1, 64, 32], Some(mm(64, 16, 32)))),
+            None
         );
-        let ag = b.add(
-            Op::collective(
-                "ag",
-                CollectiveKind::AllGather,
-                64 * 32 * 2,
-                4,
-                LinkClass::IntraNode,
-            )
-            .with_output(act(&[1, 64, 32])),
-            &[x],
-        );
-        b.add(
-            Op::gemm(
-                "mm",
-                GemmShape {
-                    b: 1,
-                    m: 64,
-                    n: 16,
-                    k: 32,
-                },
-                DType::Bf16,
-            ),
-            &[ag],
-        );
-        let g = b.finish();
-        assert_eq!(find(&g, id(&g, "ag")), None);
         // A GEMM reading the gathered tensor as its right operand (k is not the features).
-        let mut b = GraphBuilder::new("rhs");
-        let x = b.add(
-            Op::compute("x", ComputeClass::Norm, 1, 1).with_output(act(&[1, 16, 32])),
-            &[],
+        assert_eq!(
+            c(&around(&[1, 16, 32], ag, &[1, 64, 32], Some(mm(32, 8, 64)))),
+            None
         );
-        let ag = b.add(
-            Op::collective(
-                "ag",
-                CollectiveKind::AllGather,
-                4096,
-                4,
-                LinkClass::IntraNode,
-            )
-            .with_output(act(&[1, 64, 32])),
-            &[x],
+        // No GEMM reads it.
+        assert_eq!(c(&around(&[1, 16, 32], ag, &[1, 64, 32], None)), None);
+        // A reduce-scatter of something that is not a GEMM; and a compute op.
+        let g = around(
+            &[1, 64, 32],
+            CollectiveKind::ReduceScatter,
+            &[1, 16, 32],
+            None,
         );
-        b.add(
-            Op::gemm(
-                "mm",
-                GemmShape {
-                    b: 1,
-                    m: 32,
-                    n: 8,
-                    k: 64,
-                },
-                DType::Bf16,
-            ),
-            &[ag],
-        );
-        let g = b.finish();
-        assert_eq!(find(&g, id(&g, "ag")), None);
-        // A reduce-scatter of something that is not a GEMM; and compute ops.
-        let mut b = GraphBuilder::new("notgemm");
-        let x = b.add(
-            Op::compute("x", ComputeClass::Elementwise, 1, 1).with_output(act(&[1, 64, 32])),
-            &[],
-        );
-        b.add(
-            Op::collective(
-                "rs",
-                CollectiveKind::ReduceScatter,
-                1024,
-                4,
-                LinkClass::IntraNode,
-            )
-            .with_output(act(&[1, 16, 32])),
-            &[x],
-        );
-        let g = b.finish();
-        assert_eq!(find(&g, id(&g, "rs")), None);
+        assert_eq!(c(&g), None);
         assert_eq!(find(&g, id(&g, "x")), None);
         // A ring that does not match the graph is refused.
         let g = scatter();
