@@ -226,9 +226,9 @@ pub enum Search {
     VsidsSst,
     /// The start-time series alone, in [`PumpkinConfig::direction`]: forward, the activity
     /// with the smallest earliest start (ties: the smallest latest start) starts there, or
-    /// later on backtracking. The default: forward, on PSPLIB j30 at 10 s (5 000-schedule
-    /// start) it proved 477 of 480 against 474 for [`Search::Vsids`] (the j3029 instances close
-    /// in 5-7 s), and on the first 80 j60 instances at 3 s both prove 67.
+    /// later on backtracking. The default. Measured with the forward series, on PSPLIB j30 at
+    /// 10 s (5 000-schedule start) it proved 477 of 480 against 474 for [`Search::Vsids`] (the
+    /// j3029 instances close in 5-7 s), and on the first 80 j60 instances at 3 s both prove 67.
     Sst,
 }
 

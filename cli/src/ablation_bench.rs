@@ -380,7 +380,7 @@ pub(crate) fn run(args: &AblationArgs) -> Result<(), Failure> {
 fn decomps_summary(decompositions: &[DecompositionJson]) -> String {
     let mut groups: Vec<(String, usize)> = Vec::new();
     for d in decompositions {
-        let label = d.label();
+        let label = d.label.clone();
         match groups.iter_mut().find(|(k, _)| *k == label) {
             Some((_, c)) => *c += 1,
             None => groups.push((label, 1)),

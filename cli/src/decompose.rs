@@ -604,6 +604,7 @@ mod tests {
                 axis: "rows",
                 n: 2,
                 context_size: 3,
+                label: "rows/2".into(),
             }]
         };
         let z = Duration::ZERO;

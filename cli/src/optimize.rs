@@ -269,10 +269,7 @@ impl OptimizeOpts {
             .enumerate()
             .filter(|(_, c)| {
                 sequential.iter().any(|d| {
-                    d.collective == c.decomposition.collective
-                        && d.family == c.decomposition.family.as_str()
-                        && d.axis == c.decomposition.axis.as_str()
-                        && d.n == c.decomposition.n
+                    d.collective == c.decomposition.collective && d.label == c.decomposition.label()
                 })
             })
             .map(|(i, _)| i)
@@ -452,17 +449,9 @@ pub(crate) struct DecompositionJson {
     pub(crate) axis: &'static str,
     pub(crate) n: u32,
     pub(crate) context_size: usize,
-}
-
-impl DecompositionJson {
-    /// `rows/4` for a split, `ring/8` for a collective matmul.
-    pub(crate) fn label(&self) -> String {
-        if self.family == concerto_decomp::Family::Ring.as_str() {
-            format!("ring/{}", self.n)
-        } else {
-            format!("{}/{}", self.axis, self.n)
-        }
-    }
+    /// `rows/4` for a split, `ring/8` for a collective matmul (tables only).
+    #[serde(skip)]
+    pub(crate) label: String,
 }
 
 pub(crate) fn decompositions_json(s: &Selected) -> Vec<DecompositionJson> {
@@ -474,6 +463,7 @@ pub(crate) fn decompositions_json(s: &Selected) -> Vec<DecompositionJson> {
             axis: d.axis.as_str(),
             n: d.n,
             context_size: d.context_ops,
+            label: d.label(),
         })
         .collect()
 }

@@ -142,7 +142,7 @@ pub fn rewrite(
                     ctx.n
                 ),
             })?;
-        return crate::ring::rewrite(graph, &ring, chunk);
+        return crate::ring::rewrite_found(graph, &ring, chunk);
     }
     let n = ctx.n;
     let mut in_ctx = vec![false; graph.len()];

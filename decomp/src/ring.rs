@@ -210,6 +210,15 @@ pub fn rewrite(
             ),
         });
     }
+    rewrite_found(graph, ring, chunk)
+}
+
+/// [`rewrite`] of a ring that [`find`] returned for `graph` (not validated again).
+pub(crate) fn rewrite_found(
+    graph: &Graph,
+    ring: &Ring,
+    chunk: &dyn Fn(&Op, u32) -> Op,
+) -> Result<Rewritten, DecompError> {
     let (c, m, p) = (ring.collective, ring.gemm, ring.ranks);
     let steps = p - 1;
     let coll = graph.op(c);
