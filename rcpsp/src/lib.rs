@@ -53,6 +53,7 @@ mod profile;
 mod registry;
 mod schedule;
 pub mod search;
+pub mod selection;
 pub mod sgs;
 mod solver;
 pub mod temporal;
@@ -74,6 +75,7 @@ pub use problem::{
 pub use registry::{Registry, RegistryError, SolverInfo};
 pub use schedule::Schedule;
 pub use search::{Heuristic, HeuristicConfig};
+pub use selection::{Chosen, Enumeration, Selection, SelectionError, Selector};
 pub use sgs::{ActivityList, ListError};
 pub use solver::{
     verified, CancelFlag, Clock, Limits, Outcome, SolveError, Solver, Status, StopReason,

@@ -10,40 +10,22 @@ use good_lp::Expression;
 
 use super::{Backend, Milp, Model, RawStatus, RunOptions};
 
-/// A selection problem (see the module docs).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Selection {
-    /// Weight of each item (items with weight <= 0 are never chosen).
-    pub weights: Vec<i64>,
-    /// Groups of items of which at most one is chosen.
-    pub groups: Vec<Vec<usize>>,
-    /// Pairs of items that exclude each other.
-    pub conflicts: Vec<(usize, usize)>,
-}
-
-/// The answer of [`Milp::select`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Chosen {
-    /// The items chosen, sorted.
-    pub items: Vec<usize>,
-    /// Their total weight.
-    pub value: i64,
-    /// Whether the backend proved it optimal (else: the best found at the time limit).
-    pub optimal: bool,
-}
+pub use concerto_rcpsp::selection::{Chosen, Selection};
+use concerto_rcpsp::selection::{SelectionError, Selector};
 
 impl Milp {
     /// Solves a selection problem with this backend.
-    pub fn select(&self, s: &Selection, time_limit: Option<Duration>) -> Result<Chosen, String> {
+    pub fn select(
+        &self,
+        s: &Selection,
+        time_limit: Option<Duration>,
+    ) -> Result<Chosen, SelectionError> {
+        s.validate()?;
         let n = s.weights.len();
-        for &(a, b) in &s.conflicts {
-            if a >= n || b >= n {
-                return Err(format!("conflict ({a}, {b}) names an item out of 0..{n}"));
-            }
-        }
-        if let Some(g) = s.groups.iter().flatten().find(|&&i| i >= n) {
-            return Err(format!("a group names item {g}, out of 0..{n}"));
-        }
+        let failed = |message: String| SelectionError::Failed {
+            selector: self.backend.name().to_string(),
+            message,
+        };
         let total: i64 = s.weights.iter().filter(|w| **w > 0).sum();
         if total == 0 {
             return Ok(Chosen {
@@ -79,13 +61,13 @@ impl Milp {
             seed: 0,
             mip_gap: 0.0,
         };
-        let raw = self.dispatch(model, &options)?;
+        let raw = self.dispatch(model, &options).map_err(failed)?;
         let Some(values) = raw.values else {
-            return Err(format!(
+            return Err(failed(format!(
                 "{} found no selection ({:?})",
                 self.backend.name(),
                 raw.status
-            ));
+            )));
         };
         // Position 0 is z; the x follow in order.
         let items: Vec<usize> = (0..n).filter(|&i| values[1 + i] > 0.5).collect();
@@ -95,6 +77,20 @@ impl Milp {
             value,
             optimal: raw.status == RawStatus::Optimal,
         })
+    }
+}
+
+impl Selector for Milp {
+    fn name(&self) -> &str {
+        self.backend.name()
+    }
+
+    fn select(
+        &self,
+        selection: &Selection,
+        time_limit: Option<Duration>,
+    ) -> Result<Chosen, SelectionError> {
+        Milp::select(self, selection, time_limit)
     }
 }
 

@@ -1,0 +1,3 @@
+//! # concerto
+//!
+//! Schedule distributed deep-learning training steps as exact optimisation problems.
