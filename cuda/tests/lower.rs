@@ -5,7 +5,7 @@ use concerto_cuda::{
     LowerConfig, Measured, StreamCommands,
 };
 use concerto_graph::models::{build, GptConfig, Model, Parallel};
-use concerto_graph::optimize::{optimize, OptimizeConfig};
+use concerto_pipeline::{schedule, ScheduleConfig};
 use concerto_graph::{simulate, Graph, Hardware, OpId, Stream, StreamPlan};
 use concerto_rcpsp::{Heuristic, HeuristicConfig};
 
@@ -26,15 +26,15 @@ fn small_gpt() -> Graph {
 /// inside the odd-even driver, so no exact backend is needed).
 fn plans(graph: &Graph) -> Vec<(&'static str, StreamPlan)> {
     let hw = Hardware::h100();
-    let config = OptimizeConfig {
+    let config = ScheduleConfig {
         time_limit: Some(std::time::Duration::from_secs(2)),
-        ..OptimizeConfig::default()
+        ..ScheduleConfig::default()
     };
-    let solver = Box::new(Heuristic::new(HeuristicConfig::default()));
-    let r = optimize(graph, &hw, solver, &config).unwrap();
+    let solver = std::sync::Arc::new(Heuristic::new(HeuristicConfig::default()));
+    let r = schedule(graph, &hw, solver, &config).unwrap();
     r.results
         .into_iter()
-        .map(|s| (s.scheduler, s.plan))
+        .map(|s| (s.scheduler.as_str(), s.plan))
         .collect()
 }
 

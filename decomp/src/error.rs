@@ -26,4 +26,10 @@ pub enum DecompError {
     /// A solver failed (an error, not an outcome such as a time limit).
     #[error("solver failed: {0}")]
     Solve(#[from] concerto_rcpsp::SolveError),
+    /// The selection of decompositions failed (a selector's error, not a choice).
+    #[error("selecting decompositions: {0}")]
+    Selection(#[from] concerto_rcpsp::SelectionError),
+    /// The joint windows failed (the modal solver's error, not an outcome).
+    #[error("the joint windows: {0}")]
+    Modal(#[from] concerto_rcpsp::ModalError),
 }

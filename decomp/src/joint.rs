@@ -517,79 +517,86 @@ pub fn union(
     })
 }
 
-/// How [`solve_joint`] schedules a graph: the optimisation pipeline with plans as hints
-/// ([`concerto_graph::optimize::OptimizeConfig::hints`]).
-pub type Schedule<'a> = dyn Fn(
-        &Graph,
-        Vec<concerto_graph::StreamPlan>,
-    ) -> Result<concerto_graph::optimize::Optimized, DecompError>
-    + 'a;
-
 /// Options of [`solve_joint`].
 #[derive(Clone, Debug)]
 pub struct JointSolveConfig {
     /// The windows of the joint solve.
     pub windows: concerto_rcpsp::joint::JointConfig,
-    /// Time limit of the joint windows (all of them).
-    pub time_limit: std::time::Duration,
+    /// The limits of the joint windows, all of them together: a wall-clock limit, or a work
+    /// budget for a deterministic result ([`concerto_rcpsp::Limits::work_limit`]).
+    pub limits: concerto_rcpsp::Limits,
+}
+
+/// The starting point of [`solve_joint`]: a mode choice of the union, the graph of that
+/// choice ([`Union::graph_of`]) and a schedule of that graph's lowering (for example the
+/// contention-free timeline of its best plan, [`concerto_graph::lower::schedule_of`]).
+#[derive(Clone, Debug)]
+pub struct JointStart {
+    /// One mode per region.
+    pub modes: Vec<usize>,
+    /// Start time of each op of the graph of `modes`, in that graph's op order (ns).
+    pub starts: Vec<concerto_rcpsp::Time>,
 }
 
 /// What [`solve_joint`] found.
 #[derive(Clone, Debug)]
 pub struct JointSolved {
-    /// The union graph.
-    pub union: Union,
     /// The mode chosen in each region (0: not split).
     pub modes: Vec<usize>,
     /// The graph of that choice (passed the union's construction, equal to applying the
     /// chosen rewrites one after the other).
     pub graph: Graph,
-    /// The starting mode choice (the sequential one).
-    pub start_modes: Vec<usize>,
+    /// The joint solution's plan of [`JointSolved::graph`] (from its start times): a plan
+    /// for the scheduler to start from or keep.
+    pub plan: concerto_graph::StreamPlan,
     /// The windows' report (contention-free makespans of the lowered problem).
     pub report: concerto_rcpsp::joint::JointReport,
-    /// Concerto's schedule of the chosen graph, started from the joint solution's plan.
-    pub optimized: concerto_graph::optimize::Optimized,
     /// Candidates applied: (region name, candidate label).
     pub chosen: Vec<(String, String)>,
 }
 
-/// Joint decomposition and scheduling of `graph` (see the module docs): the union of
-/// `candidates` lowered to a modal RCPSP, started from the sequential choice `start` (one
-/// candidate index or none per candidate list, as a set of candidate indices) scheduled by
-/// `optimize`, improved window by window with `solver` deciding each region's mode with the
-/// order around it, then scheduled again by `optimize` from the joint plan (a hint), so the
-/// result is never behind the joint solution's own plan.
+impl Union {
+    /// The mode of each region that applies exactly the candidates of `start` (indices into
+    /// [`union`]'s list) found in it; 0 (unchanged) where none of them is, or where the
+    /// region has no mode with exactly that set.
+    pub fn modes_of(&self, start: &[usize]) -> Vec<usize> {
+        self.regions
+            .iter()
+            .map(|region| {
+                let mut mine: Vec<usize> = start
+                    .iter()
+                    .copied()
+                    .filter(|c| region.candidates.iter().flatten().any(|x| x == c))
+                    .collect();
+                mine.sort_unstable();
+                region
+                    .candidates
+                    .iter()
+                    .position(|set| *set == mine)
+                    .unwrap_or(0)
+            })
+            .collect()
+    }
+}
+
+/// Joint decomposition and scheduling of a union graph (see the module docs): the union
+/// lowered to a modal RCPSP with `hardware`'s durations, started from `start`, improved
+/// window by window with `solver` deciding each region's mode together with the order around
+/// it ([`concerto_rcpsp::joint::improve`]). Returns the modes, their graph and the joint
+/// solution's plan; scheduling that graph (with the plan as a hint) is the caller's, so this
+/// function takes no scheduler.
 ///
-/// Cost: building the union; one `optimize` run on the starting graph and one on the result;
-/// the windows within `config.time_limit`.
-#[allow(clippy::too_many_arguments)]
+/// Cost: lowering the union, then the windows within `config.limits`.
 pub fn solve_joint(
-    graph: &Graph,
-    hardware: &concerto_graph::Hardware,
+    u: &Union,
     candidates: &[Candidate],
-    chunk: &dyn Fn(&Context, &Op, u32) -> Op,
-    start: &[usize],
+    hardware: &concerto_graph::Hardware,
+    start: &JointStart,
     solver: &dyn concerto_rcpsp::ModalSolver,
-    optimize: &Schedule<'_>,
     config: &JointSolveConfig,
 ) -> Result<JointSolved, DecompError> {
-    use concerto_graph::lower::{lower, schedule_of};
+    use concerto_graph::lower::lower;
     use concerto_rcpsp::{ActivityId, ModalProblem, ModalSolution, Region};
-    let u = union(graph, candidates, chunk, start)?;
-    // The starting modes: each chosen candidate's mode in its region.
-    let mut start_modes = vec![0usize; u.regions.len()];
-    for (r, region) in u.regions.iter().enumerate() {
-        let mut mine: Vec<usize> = start
-            .iter()
-            .copied()
-            .filter(|c| region.candidates.iter().flatten().any(|x| x == c))
-            .collect();
-        mine.sort_unstable();
-        if let Some(m) = region.candidates.iter().position(|set| *set == mine) {
-            start_modes[r] = m;
-        }
-    }
     let durations = hardware.durations(&u.graph);
     let lowered = lower(&u.graph, &durations)?;
     let regions: Vec<Region> = u
@@ -604,44 +611,39 @@ pub fn solve_joint(
                 .collect(),
         })
         .collect();
-    let modal =
-        ModalProblem::new(lowered.problem, regions).map_err(|e| DecompError::CheckFailed {
-            reason: format!("the union's modal problem: {e}"),
-        })?;
-    // The start: the sequential choice, scheduled by the pipeline. Its simulated timeline is
-    // a valid contention-free schedule (contention only delays).
-    let (g0, kept0) = u.graph_of(&start_modes)?;
-    let first = optimize(&g0, Vec::new())?;
-    let s0 = schedule_of(&first.concerto().timeline);
+    let modal = ModalProblem::new(lowered.problem, regions)?;
+    let (g0, kept0) = u.graph_of(&start.modes)?;
+    if start.starts.len() != g0.len() {
+        return Err(DecompError::InvalidContext {
+            reason: format!(
+                "the joint start has {} start times for a graph of {} ops",
+                start.starts.len(),
+                g0.len()
+            ),
+        });
+    }
     let mut starts = vec![0; u.graph.len()];
     for (i, o) in kept0.iter().enumerate() {
-        starts[o.0] = s0.start(ActivityId(i));
+        starts[o.0] = start.starts[i];
     }
     let start_solution = ModalSolution {
-        modes: start_modes.clone(),
+        modes: start.modes.clone(),
         starts,
     };
-    let limits = concerto_rcpsp::Limits {
-        time_limit: Some(config.time_limit),
-        ..concerto_rcpsp::Limits::default()
-    };
-    let report =
-        concerto_rcpsp::joint::improve(&modal, &start_solution, solver, &config.windows, &limits)
-            .map_err(|e| DecompError::InvalidContext {
-            reason: format!("the joint windows: {e}"),
-        })?;
+    let report = concerto_rcpsp::joint::improve(
+        &modal,
+        &start_solution,
+        solver,
+        &config.windows,
+        &config.limits,
+    )?;
     let modes = report.solution.modes.clone();
     let (g1, kept1) = u.graph_of(&modes)?;
     let starts1: Vec<u64> = kept1
         .iter()
         .map(|o| report.solution.starts[o.0].max(0) as u64)
         .collect();
-    let hint = concerto_graph::StreamPlan::from_starts(&g1, &starts1)?;
-    let mut hints = vec![hint];
-    if modes == start_modes {
-        hints.push(first.concerto().plan.clone());
-    }
-    let optimized = optimize(&g1, hints)?;
+    let plan = concerto_graph::StreamPlan::from_starts(&g1, &starts1)?;
     let chosen = modes
         .iter()
         .enumerate()
@@ -651,10 +653,8 @@ pub fn solve_joint(
     Ok(JointSolved {
         modes,
         graph: g1,
-        start_modes,
+        plan,
         report,
-        optimized,
         chosen,
-        union: u,
     })
 }

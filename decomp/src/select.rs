@@ -10,12 +10,14 @@
 //! makespan, at most one per collective. Cost: O(critical * axes * Ns * (rewrite +
 //! baselines)).
 //!
-//! [`select_exact`] is the paper's selection: an exact model (solved through the MILP
-//! backends by the CLI) over candidates whose gains are measured one by one; [`select`] is
+//! [`select_exact`] is the paper's selection: an exact model solved by any
+//! [`concerto_rcpsp::Selector`] (a MILP backend of `concerto-backends`, or enumeration) over candidates whose gains are measured one by one; [`select`] is
 //! the greedy variant that re-evaluates after each choice, so it sees interactions between
 //! collectives that the exact model's additive gains leave out.
 
 use concerto_graph::{baselines, simulate, Graph, Hardware, OpId, StreamPlan, Timeline};
+
+use concerto_rcpsp::{Selection, Selector};
 
 use crate::context::context;
 use crate::critical::critical;
@@ -24,6 +26,10 @@ use crate::rewrite::rewrite;
 use crate::ring;
 use crate::rules::chunk;
 use crate::split::{Axis, Context, Family};
+
+/// Time limit of the selection solve of [`select_exact`] (the selection has tens of items;
+/// exact selectors prove it in milliseconds).
+pub const SELECTION_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Options of [`select`].
 #[derive(Clone, Debug)]
@@ -270,55 +276,6 @@ pub fn chunker<'a>(
     }
 }
 
-/// Solves a selection problem: `(weights, groups, conflicts)` to the chosen items (at most
-/// one per group, no conflicting pair, maximum total weight) and whether that is proven
-/// optimal. The CLI passes a MILP through `concerto-backends`; [`enumerate`] is exact for
-/// small problems.
-pub type SelectionSolver<'a> =
-    &'a dyn Fn(&[i64], &[Vec<usize>], &[(usize, usize)]) -> Result<(Vec<usize>, bool), String>;
-
-/// Exact selection by enumeration over the groups (for tests and small problems):
-/// O(prod(group sizes + 1)).
-pub fn enumerate(
-    weights: &[i64],
-    groups: &[Vec<usize>],
-    conflicts: &[(usize, usize)],
-) -> Result<(Vec<usize>, bool), String> {
-    fn go(
-        k: usize,
-        groups: &[Vec<usize>],
-        weights: &[i64],
-        conflicts: &[(usize, usize)],
-        chosen: &mut Vec<usize>,
-        best: &mut (i64, Vec<usize>),
-    ) {
-        if k == groups.len() {
-            let v: i64 = chosen.iter().map(|&i| weights[i]).sum();
-            if v > best.0 {
-                *best = (v, chosen.clone());
-            }
-            return;
-        }
-        go(k + 1, groups, weights, conflicts, chosen, best);
-        for &i in &groups[k] {
-            if weights[i] > 0
-                && !chosen
-                    .iter()
-                    .any(|&j| conflicts.contains(&(i, j)) || conflicts.contains(&(j, i)))
-            {
-                chosen.push(i);
-                go(k + 1, groups, weights, conflicts, chosen, best);
-                chosen.pop();
-            }
-        }
-    }
-    let mut best = (0, Vec::new());
-    go(0, groups, weights, conflicts, &mut Vec::new(), &mut best);
-    let mut items = best.1;
-    items.sort_unstable();
-    Ok((items, true))
-}
-
 /// The exact selection (Concerto §4.3, with measured gains): every candidate (critical
 /// collective x axis x N) is rewritten and evaluated alone; its gain is the makespan it saves
 /// (the paper's `max(uncovered, overhead, 0)`, measured on a whole schedule instead of
@@ -330,7 +287,7 @@ pub fn select_exact(
     graph: &Graph,
     hardware: &Hardware,
     config: &SelectConfig,
-    solve: SelectionSolver<'_>,
+    selector: &dyn Selector,
 ) -> Result<Selected, DecompError> {
     let (before, scored) = candidates(graph, hardware, config)?;
     let mut candidates: Vec<Candidate> = Vec::new();
@@ -366,11 +323,14 @@ pub fn select_exact(
             }
         }
     }
-    let weights: Vec<i64> = candidates.iter().map(|c| c.gain).collect();
-    let (chosen, _optimal) =
-        solve(&weights, &groups, &conflicts).map_err(|reason| DecompError::InvalidContext {
-            reason: format!("the selection solve failed: {reason}"),
-        })?;
+    let selection = Selection {
+        weights: candidates.iter().map(|c| c.gain).collect(),
+        groups,
+        conflicts,
+    };
+    let chosen = selector
+        .select(&selection, Some(SELECTION_TIME_LIMIT))?
+        .items;
     // Apply the chosen candidates together (their contexts are disjoint: ops by name).
     let mut current = graph.clone();
     let mut applied = Vec::new();

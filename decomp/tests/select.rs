@@ -56,10 +56,11 @@ fn gpt_tensor_parallel_all_reduces_are_critical_and_decomposed() {
 
 #[test]
 fn the_exact_selection_never_returns_a_longer_graph_and_respects_its_constraints() {
-    use concerto_decomp::select::{enumerate, select_exact};
+    use concerto_decomp::select::select_exact;
+    use concerto_rcpsp::{Enumeration, Selection, Selector};
     let g = gpt_tp8();
     let hw = Hardware::h100();
-    let s = select_exact(&g, &hw, &SelectConfig::default(), &enumerate).unwrap();
+    let s = select_exact(&g, &hw, &SelectConfig::default(), &Enumeration).unwrap();
     assert!(s.after_ns <= s.before_ns);
     // At most one decomposition per collective.
     let mut names: Vec<_> = s.decompositions.iter().map(|d| &d.collective).collect();
@@ -68,8 +69,16 @@ fn the_exact_selection_never_returns_a_longer_graph_and_respects_its_constraints
     names.dedup();
     assert_eq!(names.len(), len);
     // The enumerator itself: groups and conflicts.
-    let (items, optimal) =
-        enumerate(&[5, 4, 3, 1], &[vec![0, 1], vec![2], vec![3]], &[(0, 2)]).unwrap();
-    assert_eq!(items, vec![1, 2, 3]);
-    assert!(optimal);
+    let chosen = Enumeration
+        .select(
+            &Selection {
+                weights: vec![5, 4, 3, 1],
+                groups: vec![vec![0, 1], vec![2], vec![3]],
+                conflicts: vec![(0, 2)],
+            },
+            None,
+        )
+        .unwrap();
+    assert_eq!(chosen.items, vec![1, 2, 3]);
+    assert!(chosen.optimal);
 }

@@ -3,8 +3,8 @@
 //! The part of Concerto that knows deep learning: a training-step graph IR ([`ir`]), measured
 //! hardware cost models ([`hardware`]), model builders with parallel plans ([`models`]),
 //! lowering to an RCPSP ([`lower`]), stream plans and the event simulator ([`plan`],
-//! [`simulate()`]), trace export ([`trace`]), baseline schedulers ([`baselines`]) and the
-//! optimisation pipeline ([`optimize`]).
+//! [`simulate()`]), trace export ([`trace`]), and baseline schedulers ([`baselines`]). The
+//! optimisation pipeline that uses them is the `concerto-pipeline` crate.
 //!
 //! ## Walkthrough
 //!
@@ -47,7 +47,6 @@ pub mod hardware;
 pub mod ir;
 pub mod lower;
 pub mod models;
-pub mod optimize;
 pub mod plan;
 pub mod simulate;
 pub mod trace;

@@ -687,6 +687,7 @@ impl Window {
                 &self.sub,
                 &Limits {
                     time_limit: Some(time),
+                    work_limit: None,
                     seed: limits.seed,
                     threads: 1,
                     initial: Some(self.initial.clone()),

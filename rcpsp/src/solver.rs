@@ -49,6 +49,9 @@ pub struct Limits {
     /// Wall-clock budget. `None`: run until the solver's own criterion (proof, or a work
     /// budget in its configuration). Must not be zero.
     pub time_limit: Option<Duration>,
+    /// A deterministic budget of work, in the solver's own unit (see [`Outcome::work`]):
+    /// reaching it stops the solve with [`StopReason::WorkLimit`]. `None`: no budget.
+    pub work_limit: Option<u64>,
     /// Seed of every random choice. Same problem, limits and seed: same result (when the
     /// solve ends for a reason other than the clock).
     pub seed: u64,
@@ -68,6 +71,7 @@ impl Default for Limits {
     fn default() -> Self {
         Self {
             time_limit: None,
+            work_limit: None,
             seed: 0,
             threads: 1,
             initial: None,
@@ -123,6 +127,7 @@ impl Limits {
     pub fn helper(&self, time_limit: Option<Duration>) -> Limits {
         Limits {
             time_limit,
+            work_limit: None,
             seed: self.seed,
             threads: 1,
             initial: None,

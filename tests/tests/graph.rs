@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use concerto_graph::baselines;
 use concerto_graph::lower::{lower, lower_bound, schedule_of};
-use concerto_graph::optimize::{optimize, OptimizeConfig};
+use concerto_pipeline::{schedule, ScheduleConfig};
 use concerto_graph::{
     simulate, CollectiveKind, ComputeClass, Graph, GraphBuilder, Hardware, LinkClass, Op, OpId,
     StreamPlan,
@@ -110,7 +110,7 @@ proptest! {
     #[test]
     fn concerto_is_never_worse_than_a_baseline(g in graphs(24), seed in 0u64..50) {
         let hw = Hardware::h100().with_contention(1.2).unwrap();
-        let config = OptimizeConfig {
+        let config = ScheduleConfig {
             oddeven: OddEvenConfig {
                 block: 4,
                 rounds: 2,
@@ -119,10 +119,10 @@ proptest! {
             },
             time_limit: Some(Duration::from_secs(5)),
             seed,
-            ..OptimizeConfig::default()
+            ..ScheduleConfig::default()
         };
         let solver = concerto_backends::registry().get("pumpkin").unwrap();
-        let r = optimize(&g, &hw, solver, &config).unwrap();
+        let r = schedule(&g, &hw, solver.into(), &config).unwrap();
         let c = r.concerto().makespan_ns();
         for s in &r.results {
             prop_assert!(c <= s.makespan_ns(), "{} {} < concerto {}", s.scheduler, s.makespan_ns(), c);
