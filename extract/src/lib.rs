@@ -5,3 +5,6 @@
 //! writes them for any JAX or TensorFlow step.
 
 pub mod hlo;
+pub mod read;
+
+pub use read::{read_graph, ReadError};

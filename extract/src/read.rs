@@ -1,0 +1,104 @@
+//! Reading a graph from any supported file, by its extension.
+//!
+//! `.hlo` and `.txt` are XLA HLO text modules ([`crate::hlo`]); anything else is read as the
+//! native JSON graph format ([`Graph::from_json`]). Every error names the file.
+
+use std::path::{Path, PathBuf};
+
+use concerto_graph::{Graph, GraphError};
+
+use crate::hlo::{self, HloError, ImportOptions, ImportReport};
+
+/// Why a graph file could not be read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReadError {
+    /// The file could not be read.
+    #[error("reading {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The HLO module could not be parsed or lowered.
+    #[error("importing {path}: {source}")]
+    Hlo {
+        /// The file.
+        path: PathBuf,
+        /// Where and why (line and column for parse errors).
+        source: HloError,
+    },
+    /// The native JSON graph is malformed or invalid.
+    #[error("reading graph {path}: {source}")]
+    Graph {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        source: GraphError,
+    },
+}
+
+/// Whether `path` is read as an HLO text module (`.hlo`, `.txt`).
+pub fn is_hlo(path: &Path) -> bool {
+    matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("hlo" | "txt")
+    )
+}
+
+/// Reads and lowers the HLO module at `path` with `options`.
+pub fn read_hlo(path: &Path, options: &ImportOptions) -> Result<(Graph, ImportReport), ReadError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let hlo_error = |source| ReadError::Hlo {
+        path: path.to_path_buf(),
+        source,
+    };
+    let module = hlo::parse(&text).map_err(hlo_error)?;
+    hlo::lower(&module, options).map_err(hlo_error)
+}
+
+/// Reads the graph at `path` (see the module docs). For an HLO module, also returns the
+/// importer's warnings (unknown opcodes costed as memory-bound ops, and the like).
+pub fn read_graph(path: &Path, options: &ImportOptions) -> Result<(Graph, Vec<String>), ReadError> {
+    if is_hlo(path) {
+        let (graph, report) = read_hlo(path, options)?;
+        return Ok((graph, report.warnings));
+    }
+    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let graph = Graph::from_json(&text).map_err(|source| ReadError::Graph {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok((graph, Vec::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_file() {
+        let dir = std::env::temp_dir().join(format!("concerto-read-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("missing.json");
+        let e = read_graph(&missing, &ImportOptions::default()).unwrap_err();
+        assert!(e.to_string().contains("missing.json"), "{e}");
+        let bad = dir.join("bad.hlo");
+        std::fs::write(&bad, "HloModule m\n\nENTRY e {\n  x = f32[] nonsense(\n}\n").unwrap();
+        let e = read_graph(&bad, &ImportOptions::default()).unwrap_err();
+        assert!(matches!(e, ReadError::Hlo { .. }), "{e}");
+        assert!(e.to_string().contains("bad.hlo"), "{e}");
+        let json = dir.join("bad.json");
+        std::fs::write(&json, "{").unwrap();
+        let e = read_graph(&json, &ImportOptions::default()).unwrap_err();
+        assert!(matches!(e, ReadError::Graph { .. }), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
