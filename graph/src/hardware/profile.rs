@@ -1,0 +1,364 @@
+//! The hardware profiles (`h100`, `a800`, `a800-pcie`) and the cost of one op on a profile.
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::ring::Ring;
+use super::tables::{h100_tables, CollectiveTables, GemmTables, GemmType};
+use super::{ceil_ns, NS_PER_S};
+use crate::error::GraphError;
+use crate::ir::{CollectiveKind, ComputeClass, DType, GemmShape, Graph, LinkClass, Op, OpKind};
+
+/// Launch latency and tail of one kernel (assumption, see the module docs).
+const MIN_KERNEL_NS: u64 = 1_000;
+/// Default compute slowdown while a collective runs (assumption, see the module docs).
+const DEFAULT_CONTENTION: f64 = 1.1;
+
+/// Dense tensor-core peaks (flop/s) by dtype family.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct TensorPeaks {
+    bf16: f64,
+    tf32: f64,
+    f8: f64,
+}
+
+impl TensorPeaks {
+    fn for_dtype(&self, dtype: DType) -> f64 {
+        match GemmType::of(dtype) {
+            GemmType::Bf16 => self.bf16,
+            GemmType::F32 => self.tf32,
+            GemmType::F8 => self.f8,
+        }
+    }
+}
+
+/// How GEMMs with a shape are costed.
+#[derive(Clone, Debug, PartialEq)]
+enum GemmModel {
+    /// Interpolated in measured tables.
+    Measured(Arc<GemmTables>),
+    /// At the tensor peak.
+    Peak,
+}
+
+/// How intra-node collectives are costed.
+#[derive(Clone, Debug, PartialEq)]
+enum IntraModel {
+    /// Interpolated in measured tables.
+    Measured(Arc<CollectiveTables>),
+    /// Alpha-beta ring.
+    Ring(Ring),
+}
+
+/// A hardware profile: the cost model that turns ops into integer nanoseconds (see the module
+/// docs for every formula, constant and source).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Hardware {
+    /// The profile's name (one of [`Hardware::NAMES`]).
+    pub name: String,
+    /// GPUs per node: a collective of a larger group is inter-node, and the node's NIC
+    /// bandwidth is shared by this many GPUs.
+    pub gpus_per_node: u32,
+    /// How many times slower compute ops run while a collective runs (>= 1; the simulator
+    /// applies it). Default 1.1, an assumption: see the module docs.
+    pub contention: f64,
+    description: &'static str,
+    hbm_bytes_per_sec: f64,
+    hbm_name: &'static str,
+    vector_flops_per_sec: f64,
+    tensor: TensorPeaks,
+    gemm: GemmModel,
+    min_kernel_ns: u64,
+    intra: IntraModel,
+    /// NIC bandwidth of one node, bytes/s.
+    inter_node_bytes_per_sec: f64,
+    inter_alpha_ns: f64,
+}
+impl Hardware {
+    /// Names of the known profiles, for [`Hardware::by_name`].
+    pub const NAMES: &'static [&'static str] = &["h100", "a800", "a800-pcie"];
+
+    /// NVIDIA H100 SXM 80GB in DGX H100 nodes of 8: measured GEMM and intra-node collective
+    /// tables (XLA, sm_90), datasheet roofline otherwise, 400 GB/s NICs per node. The embedded
+    /// tables are parsed on the first call (about 1 500 lines), then shared.
+    pub fn h100() -> Hardware {
+        let (gemm, coll) = h100_tables();
+        Hardware {
+            name: "h100".into(),
+            gpus_per_node: 8,
+            contention: DEFAULT_CONTENTION,
+            description: "NVIDIA H100 SXM 80GB, DGX H100 nodes (measured XLA tables, sm_90)",
+            hbm_bytes_per_sec: 3.35e12,
+            hbm_name: "HBM3",
+            vector_flops_per_sec: 67e12,
+            tensor: TensorPeaks {
+                bf16: 989e12,
+                tf32: 494.5e12,
+                f8: 1979e12,
+            },
+            gemm: GemmModel::Measured(gemm),
+            min_kernel_ns: MIN_KERNEL_NS,
+            intra: IntraModel::Measured(coll),
+            inter_node_bytes_per_sec: 400e9,
+            inter_alpha_ns: 8_000.0,
+        }
+    }
+
+    /// NVIDIA A800 80GB SXM, nodes of 8: the Concerto paper's setting, datasheet roofline for
+    /// compute, alpha-beta rings over NVLink (200 GB/s per direction) and 800 Gb/s per node.
+    pub fn a800() -> Hardware {
+        Hardware {
+            name: "a800".into(),
+            gpus_per_node: 8,
+            contention: DEFAULT_CONTENTION,
+            description: "NVIDIA A800 80GB SXM, nodes of 8 (roofline; Concerto, ASPLOS 2025)",
+            hbm_bytes_per_sec: 2.039e12,
+            hbm_name: "HBM2e",
+            vector_flops_per_sec: 19.5e12,
+            tensor: TensorPeaks {
+                bf16: 312e12,
+                tf32: 156e12,
+                f8: 312e12,
+            },
+            gemm: GemmModel::Peak,
+            min_kernel_ns: MIN_KERNEL_NS,
+            intra: IntraModel::Ring(Ring {
+                bytes_per_sec: 200e9,
+                alpha_ns: 5_000.0,
+            }),
+            inter_node_bytes_per_sec: 100e9,
+            inter_alpha_ns: 8_000.0,
+        }
+    }
+
+    /// [`Hardware::a800`] without NVLink: intra-node rings over PCIe 4.0 at 24 GB/s per
+    /// direction, alpha 10 µs (assumptions, see the module docs).
+    pub fn a800_pcie() -> Hardware {
+        Hardware {
+            name: "a800-pcie".into(),
+            description: "NVIDIA A800 80GB, nodes of 8 without NVLink (PCIe 4.0; roofline)",
+            intra: IntraModel::Ring(Ring {
+                bytes_per_sec: 24e9,
+                alpha_ns: 10_000.0,
+            }),
+            ..Hardware::a800()
+        }
+    }
+
+    /// The profile named `name` (ASCII case ignored); [`GraphError::UnknownHardware`] lists the
+    /// known names otherwise.
+    pub fn by_name(name: &str) -> Result<Hardware, GraphError> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "h100" => Ok(Hardware::h100()),
+            "a800" => Ok(Hardware::a800()),
+            "a800-pcie" => Ok(Hardware::a800_pcie()),
+            _ => Err(GraphError::UnknownHardware {
+                name: name.to_string(),
+                known: Hardware::NAMES.join(", "),
+            }),
+        }
+    }
+
+    /// The same profile with compute slowed `factor` times while a collective runs;
+    /// `factor` must be finite and at least 1 ([`GraphError::InvalidModel`] otherwise).
+    pub fn with_contention(mut self, factor: f64) -> Result<Hardware, GraphError> {
+        if !(factor.is_finite() && factor >= 1.0) {
+            return Err(GraphError::InvalidModel {
+                reason: format!(
+                    "the contention factor must be finite and at least 1, not {factor}"
+                ),
+            });
+        }
+        self.contention = factor;
+        Ok(self)
+    }
+
+    /// The same profile with `n` GPUs per node (at least 1, [`GraphError::InvalidModel`]
+    /// otherwise): groups above `n` become inter-node, and each GPU's share of the node's NIC
+    /// bandwidth is 1/n.
+    pub fn with_gpus_per_node(mut self, n: u32) -> Result<Hardware, GraphError> {
+        if n == 0 {
+            return Err(GraphError::InvalidModel {
+                reason: "a node needs at least 1 GPU".into(),
+            });
+        }
+        self.gpus_per_node = n;
+        Ok(self)
+    }
+
+    /// Duration of `op` in ns: its `duration_ns` if set, else the cost model; at least 1.
+    /// O(1) for compute, O(log s) for a collective over a table of s sizes.
+    pub fn op_ns(&self, op: &Op) -> u64 {
+        if let Some(d) = op.duration_ns {
+            return d.max(1);
+        }
+        match op.kind {
+            OpKind::Compute {
+                class,
+                flops,
+                bytes,
+                gemm,
+            } => {
+                let dtype = op.outputs.first().map_or(DType::Bf16, |t| t.dtype);
+                let compute = match gemm {
+                    Some(shape) => self.shape_compute_ns(shape, dtype, flops),
+                    None => match class {
+                        ComputeClass::Gemm | ComputeClass::Attention => {
+                            flops as f64 * NS_PER_S / self.tensor.for_dtype(dtype)
+                        }
+                        _ => flops as f64 * NS_PER_S / self.vector_flops_per_sec,
+                    },
+                };
+                self.kernel_ns(compute, bytes)
+            }
+            OpKind::Collective {
+                kind,
+                bytes,
+                group,
+                link,
+            } => self.collective_ns(kind, bytes, group, link),
+        }
+    }
+
+    /// [`Hardware::op_ns`] of every op of `graph`, in program order.
+    pub fn durations(&self, graph: &Graph) -> Vec<u64> {
+        graph.ops().map(|op| self.op_ns(op)).collect()
+    }
+
+    /// Duration in ns of one GEMM of `shape` on `dtype` operands and result (the cost of
+    /// [`Op::gemm`]`(_, shape, dtype)`): `max(flops / throughput, bytes / HBM, 1 µs)`, bytes =
+    /// `b (mk + kn + mn) · size(dtype)`.
+    pub fn gemm_ns(&self, shape: GemmShape, dtype: DType) -> u64 {
+        let compute = self.shape_compute_ns(shape, dtype, shape.flops());
+        let elems = shape.b as f64
+            * (shape.m as f64 * shape.k as f64
+                + shape.k as f64 * shape.n as f64
+                + shape.m as f64 * shape.n as f64);
+        let bytes_ns = elems * dtype.size() as f64 * NS_PER_S / self.hbm_bytes_per_sec;
+        ceil_ns(compute.max(bytes_ns).max(self.min_kernel_ns as f64))
+    }
+
+    /// Duration in ns of a collective: `bytes` of result buffer per device, `group` ranks,
+    /// over `link` (inter-node as well when `group > gpus_per_node`). See the module docs.
+    pub fn collective_ns(
+        &self,
+        kind: CollectiveKind,
+        bytes: u64,
+        group: u32,
+        link: LinkClass,
+    ) -> u64 {
+        if group < 2 && kind != CollectiveKind::SendRecv {
+            return 1;
+        }
+        let inter = link == LinkClass::InterNode || group > self.gpus_per_node;
+        let ns = if inter {
+            let ring = Ring {
+                bytes_per_sec: self.inter_node_bytes_per_sec / f64::from(self.gpus_per_node.max(1)),
+                alpha_ns: self.inter_alpha_ns,
+            }
+            .ns(kind, bytes, group);
+            match &self.intra {
+                // Never faster than the same collective measured inside one node.
+                IntraModel::Measured(t) => {
+                    ring.max(t.ns(kind, bytes, group.min(self.gpus_per_node)))
+                }
+                IntraModel::Ring(_) => ring,
+            }
+        } else {
+            match &self.intra {
+                IntraModel::Measured(t) => t.ns(kind, bytes, group),
+                IntraModel::Ring(r) => r.ns(kind, bytes, group),
+            }
+        };
+        ceil_ns(ns)
+    }
+
+    /// Duration in ns of a kernel that only moves `bytes` through HBM:
+    /// `max(bytes / HBM bandwidth, 1 µs)`.
+    pub fn memory_bound_ns(&self, bytes: u64) -> u64 {
+        self.kernel_ns(0.0, bytes)
+    }
+
+    /// `max(compute_ns, bytes / HBM, floor)`, rounded up.
+    fn kernel_ns(&self, compute_ns: f64, bytes: u64) -> u64 {
+        let bytes_ns = bytes as f64 * NS_PER_S / self.hbm_bytes_per_sec;
+        ceil_ns(compute_ns.max(bytes_ns).max(self.min_kernel_ns as f64))
+    }
+
+    /// Compute time (ns, unrounded) of `flops` done at the throughput of GEMMs of `shape`.
+    fn shape_compute_ns(&self, shape: GemmShape, dtype: DType, flops: u64) -> f64 {
+        match &self.gemm {
+            GemmModel::Peak => flops as f64 * NS_PER_S / self.tensor.for_dtype(dtype),
+            GemmModel::Measured(t) => {
+                let one = t.gemm_ns(shape, GemmType::of(dtype));
+                let shape_flops = shape.flops();
+                if flops == shape_flops {
+                    one
+                } else if shape_flops == 0 {
+                    // A degenerate shape: fall back to the tensor peak.
+                    flops as f64 * NS_PER_S / self.tensor.for_dtype(dtype)
+                } else {
+                    one * (flops as f64 / shape_flops as f64)
+                }
+            }
+        }
+    }
+}
+
+impl fmt::Display for Hardware {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let tf = |x: f64| x / 1e12;
+        writeln!(
+            f,
+            "{}: {}, {} GPUs per node",
+            self.name, self.description, self.gpus_per_node
+        )?;
+        writeln!(
+            f,
+            "  memory: {} {} TB/s; fp32 vector {} TFLOP/s; kernel floor {} ns",
+            self.hbm_name,
+            self.hbm_bytes_per_sec / 1e12,
+            tf(self.vector_flops_per_sec),
+            self.min_kernel_ns
+        )?;
+        writeln!(
+            f,
+            "  tensor peaks (dense): bf16/f16 {} TFLOP/s, tf32 {} TFLOP/s, fp8 {} TFLOP/s",
+            tf(self.tensor.bf16),
+            tf(self.tensor.tf32),
+            tf(self.tensor.f8)
+        )?;
+        match &self.gemm {
+            GemmModel::Measured(t) => writeln!(
+                f,
+                "  GEMMs: XLA default_matmul_perf_table (sm_90), 3 x 375 points, log2 \
+                 interpolation, dims below 256 raised to 256 ({} + {} + {} points lowered by \
+                 the padding envelope)",
+                t.lowered[0], t.lowered[1], t.lowered[2]
+            )?,
+            GemmModel::Peak => writeln!(f, "  GEMMs: roofline at the tensor peak")?,
+        }
+        match &self.intra {
+            IntraModel::Measured(t) => writeln!(
+                f,
+                "  intra-node: XLA default_collective_perf_table (sm_90), groups 2/4/8, log-log \
+                 interpolation ({} size steps lowered by the padding envelope)",
+                t.lowered
+            )?,
+            IntraModel::Ring(r) => writeln!(
+                f,
+                "  intra-node: ring, {} GB/s per GPU per direction, alpha {} ns",
+                r.bytes_per_sec / 1e9,
+                r.alpha_ns
+            )?,
+        }
+        writeln!(
+            f,
+            "  inter-node: ring, {} GB/s per node = {} GB/s per GPU, alpha {} ns",
+            self.inter_node_bytes_per_sec / 1e9,
+            self.inter_node_bytes_per_sec / 1e9 / f64::from(self.gpus_per_node.max(1)),
+            self.inter_alpha_ns
+        )?;
+        write!(f, "  contention: {}", self.contention)
+    }
+}
