@@ -1,0 +1,196 @@
+//! `bench graphs`: every scheduler on model x parallelism configurations.
+//!
+//! The configurations are the Concerto paper's GPT plans ((pp, tp, dp) = (1,16,1), (1,8,2),
+//! (2,4,2)), GPT tensor-parallel on 8 GPUs, ZeRO-2/3 data parallelism on 8/16/32 GPUs, and ViT,
+//! Wide ResNet and Evoformer. Each runs the whole [`Pipeline`] (whatever steps its
+//! configuration asks for); its Chrome trace is validated against the Trace Event Format, and
+//! a configuration where concerto's plan loses to a baseline is listed in
+//! [`GraphsBench::worse`]. Cost: one pipeline run per configuration.
+
+use concerto_graph::models::{
+    self, EvoformerConfig, GptConfig, Model, Parallel, VitConfig, WideResNetConfig, Zero,
+};
+use concerto_graph::trace;
+
+use super::BenchError;
+use crate::pipeline::{Pipeline, Report};
+use crate::progress::Progress;
+
+/// A benchmark configuration: a model under a parallel plan.
+#[derive(Clone, Debug)]
+pub struct GraphConfig {
+    /// Its name (`gpt-tp8`, ...).
+    pub name: &'static str,
+    /// The model.
+    pub model: Model,
+    /// The parallel plan.
+    pub parallel: Parallel,
+}
+
+fn parallel(pp: u32, tp: u32, dp: u32, zero: Zero) -> Parallel {
+    Parallel {
+        dp,
+        tp,
+        pp,
+        zero,
+        microbatches: if pp > 1 { 2 * pp } else { 1 },
+        ..Parallel::default()
+    }
+}
+
+/// The configurations (see the module docs).
+pub fn configs() -> Vec<GraphConfig> {
+    let gpt = GptConfig::default();
+    let small_gpt = GptConfig {
+        layers: 8,
+        hidden: 2048,
+        heads: 16,
+        seq: 2048,
+        micro_batch: 4,
+        ..GptConfig::default()
+    };
+    let c = |name, model, parallel| GraphConfig {
+        name,
+        model,
+        parallel,
+    };
+    vec![
+        c(
+            "gpt-tp8",
+            Model::Gpt(gpt.clone()),
+            parallel(1, 8, 1, Zero::None),
+        ),
+        c(
+            "gpt-pp1-tp16-dp1",
+            Model::Gpt(gpt.clone()),
+            parallel(1, 16, 1, Zero::None),
+        ),
+        c(
+            "gpt-pp1-tp8-dp2",
+            Model::Gpt(gpt.clone()),
+            parallel(1, 8, 2, Zero::None),
+        ),
+        c(
+            "gpt-pp2-tp4-dp2",
+            Model::Gpt(gpt),
+            parallel(2, 4, 2, Zero::None),
+        ),
+        c(
+            "gpt-zero3-dp8",
+            Model::Gpt(small_gpt.clone()),
+            parallel(1, 1, 8, Zero::Stage3),
+        ),
+        c(
+            "gpt-zero3-dp16",
+            Model::Gpt(small_gpt.clone()),
+            parallel(1, 1, 16, Zero::Stage3),
+        ),
+        c(
+            "gpt-zero3-dp32",
+            Model::Gpt(small_gpt.clone()),
+            parallel(1, 1, 32, Zero::Stage3),
+        ),
+        c(
+            "gpt-zero2-dp16",
+            Model::Gpt(small_gpt),
+            parallel(1, 1, 16, Zero::Stage2),
+        ),
+        c(
+            "vit-tp4-dp2",
+            Model::Vit(VitConfig::default()),
+            parallel(1, 4, 2, Zero::None),
+        ),
+        c(
+            "wide-resnet-dp16",
+            Model::WideResNet(WideResNetConfig::default()),
+            parallel(1, 1, 16, Zero::None),
+        ),
+        c(
+            "evoformer-dap4-dp2",
+            Model::Evoformer(EvoformerConfig::default()),
+            parallel(1, 4, 2, Zero::None),
+        ),
+    ]
+}
+
+/// One configuration's result.
+#[derive(Clone, Debug)]
+pub struct GraphsRow {
+    /// The configuration's name.
+    pub config: &'static str,
+    /// The pipeline's report on its graph.
+    pub report: Report,
+    /// Events of the validated Chrome trace of every scheduler's timeline.
+    pub trace_events: usize,
+}
+
+/// What [`run`] found.
+#[derive(Clone, Debug)]
+pub struct GraphsBench {
+    /// One row per configuration run, in [`configs`] order.
+    pub rows: Vec<GraphsRow>,
+    /// Configurations where concerto's plan simulates longer than a baseline's (never, unless
+    /// something is broken: concerto falls back to a shorter baseline).
+    pub worse: Vec<&'static str>,
+}
+
+/// Runs `pipeline` on every configuration whose name contains `only` (all when `None`), telling
+/// `progress` after each.
+pub fn run(
+    pipeline: &Pipeline,
+    only: Option<&str>,
+    progress: &dyn Progress,
+) -> Result<GraphsBench, BenchError> {
+    let chosen: Vec<GraphConfig> = configs()
+        .into_iter()
+        .filter(|c| only.is_none_or(|p| c.name.contains(p)))
+        .collect();
+    progress.start("bench graphs", Some(chosen.len() as u64));
+    let mut rows = Vec::new();
+    let mut worse = Vec::new();
+    for c in chosen {
+        let failed = |source: crate::PipelineError| BenchError::Pipeline {
+            config: c.name.to_string(),
+            source,
+        };
+        let graph = models::build(&c.model, &c.parallel).map_err(|e| failed(e.into()))?;
+        let report = pipeline
+            .run(&graph, &crate::progress::Silent)
+            .map_err(failed)?;
+        let s = &report.schedule;
+        let timelines: Vec<_> = s
+            .results
+            .iter()
+            .map(|x| (x.scheduler.as_str(), &x.timeline))
+            .collect();
+        let trace_events = trace::validate_chrome_trace(&trace::chrome_trace(&graph, &timelines))
+            .map_err(|reason| {
+                failed(
+                    concerto_graph::GraphError::InvalidPlan {
+                        reason: format!("invalid Chrome trace: {reason}"),
+                    }
+                    .into(),
+                )
+            })?;
+        let opt = s.concerto().makespan_ns();
+        if s.results.iter().any(|x| opt > x.makespan_ns()) {
+            worse.push(c.name);
+        }
+        progress.advance(
+            1,
+            &format!(
+                "{}: concerto {:.3} ms vs best baseline {:.3} ms",
+                c.name,
+                opt as f64 / 1e6,
+                s.best_baseline_ns() as f64 / 1e6
+            ),
+        );
+        rows.push(GraphsRow {
+            config: c.name,
+            report,
+            trace_events,
+        });
+    }
+    progress.finish();
+    Ok(GraphsBench { rows, worse })
+}
