@@ -30,6 +30,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod bench;
 pub mod error;
 pub mod noise;
 pub mod pipeline;

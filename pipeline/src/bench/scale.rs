@@ -1,0 +1,332 @@
+//! The scale bench: the odd-even driver on generated DL-like training steps of growing size,
+//! against the plain heuristic given the same wall time.
+//!
+//! For each size: generate a training step of about that many activities
+//! ([`concerto_rcpsp::generate::training_step`]), run the odd-even driver
+//! ([`concerto_rcpsp::OddEven`], the windowed method of Cheng et al., ASPLOS 2025) around the
+//! given window solver for a fixed number of rounds (no overall time limit and no early stop,
+//! so the work per size is fixed and times compare across sizes), check its schedule with
+//! [`concerto_rcpsp::check`], then run [`Heuristic`] for the same wall time and check its
+//! schedule too. Gaps are against the driver's global lower bound, whose kind
+//! [`ScaleRow::bound`] names.
+//!
+//! Cost per size: O(k * t_b * n / b) for k rounds of windows of b activities each solved in
+//! at most t_b, plus the heuristic's equal time.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use concerto_rcpsp::generate::{training_step, TrainingStep};
+use concerto_rcpsp::{
+    check, BoundKind, Heuristic, Limits, OddEven, OddEvenConfig, Outcome, Problem, RoundReport,
+    Schedule, SolveError, Solver,
+};
+
+use super::{pct_above, BenchError};
+use crate::progress::Progress;
+
+/// The sizes and the driver's settings.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScaleConfig {
+    /// Sizes (activities, approximately) of the generated training steps, in report order.
+    pub sizes: Vec<usize>,
+    /// Communication channels of the generated steps (1 or 2).
+    pub channels: usize,
+    /// Activities per block (a window holds two).
+    pub block: usize,
+    /// Odd-even rounds, all of them run.
+    pub rounds: usize,
+    /// Time limit of each window's solve.
+    pub window_time_limit: Duration,
+    /// Schedules the starting heuristic may generate.
+    pub start_schedules: u64,
+    /// Seed of the generator and the solvers.
+    pub seed: u64,
+    /// Worker threads of the driver (windows of one pass run in parallel).
+    pub threads: usize,
+}
+
+impl Default for ScaleConfig {
+    /// Sizes 1k, 10k and 100k, two channels, the driver's default block and window time
+    /// limit, 2 rounds, 50 starting schedules, seed 0, one thread.
+    fn default() -> Self {
+        let driver = OddEvenConfig::default();
+        Self {
+            sizes: vec![1_000, 10_000, 100_000],
+            channels: 2,
+            block: driver.block,
+            rounds: 2,
+            window_time_limit: driver.window_time_limit,
+            start_schedules: 50,
+            seed: 0,
+            threads: 1,
+        }
+    }
+}
+
+/// One odd-even round of a [`ScaleRow`].
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ScaleRound {
+    /// 1-based round number.
+    pub round: usize,
+    /// Global makespan after the round.
+    pub makespan: i64,
+    /// Global lower bound.
+    pub lower_bound: i64,
+    /// Windows solved in the round.
+    pub windows: usize,
+    /// Windows whose new schedule was kept.
+    pub improved: usize,
+    /// Wall time of the round, in seconds.
+    pub time_s: f64,
+}
+
+impl From<&RoundReport> for ScaleRound {
+    fn from(r: &RoundReport) -> Self {
+        Self {
+            round: r.round,
+            makespan: r.makespan,
+            lower_bound: r.lower_bound,
+            windows: r.windows,
+            improved: r.improved,
+            time_s: r.time.as_secs_f64(),
+        }
+    }
+}
+
+/// The result at one size.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ScaleRow {
+    /// Activities of the generated step.
+    pub n: usize,
+    /// Rounds run.
+    pub rounds: usize,
+    /// Wall time of the driver, in seconds.
+    pub time_s: f64,
+    /// Makespan of the starting schedule.
+    pub start_makespan: i64,
+    /// Time spent on the starting schedule, in seconds.
+    pub start_time_s: f64,
+    /// The driver's checked makespan.
+    pub makespan: i64,
+    /// The global lower bound.
+    pub lower_bound: i64,
+    /// Which bound gives [`lower_bound`](Self::lower_bound) (serialised by its
+    /// [`BoundKind::as_str`] name).
+    #[cfg_attr(feature = "serde", serde(with = "bound_kind"))]
+    pub bound: BoundKind,
+    /// Percent of the makespan above the lower bound.
+    pub gap_pct: f64,
+    /// The heuristic's checked makespan, given the driver's wall time.
+    pub heuristic_makespan: i64,
+    /// The heuristic's wall time, in seconds.
+    pub heuristic_time_s: f64,
+    /// Percent of the heuristic's makespan above the lower bound.
+    pub heuristic_gap_pct: f64,
+    /// Peak resident memory of the process so far, in MiB (Linux only).
+    pub peak_rss_mb: Option<f64>,
+    /// One entry per round.
+    pub round_reports: Vec<ScaleRound>,
+}
+
+/// [`BoundKind`] as its [`BoundKind::as_str`] name.
+#[cfg(feature = "serde")]
+mod bound_kind {
+    use concerto_rcpsp::BoundKind;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const KINDS: [BoundKind; 4] = [
+        BoundKind::CriticalPath,
+        BoundKind::Energy,
+        BoundKind::Energetic,
+        BoundKind::Solver,
+    ];
+
+    pub(super) fn serialize<S: Serializer>(kind: &BoundKind, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(kind.as_str())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BoundKind, D::Error> {
+        let name = String::deserialize(d)?;
+        KINDS
+            .into_iter()
+            .find(|k| k.as_str() == name)
+            .ok_or_else(|| {
+                serde::de::Error::unknown_variant(
+                    &name,
+                    &["critical-path", "energy", "energetic", "solver"],
+                )
+            })
+    }
+}
+
+/// What [`run`] returns.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ScaleReport {
+    /// The window solver's name.
+    pub solver: String,
+    /// One row per size, in the configuration's order.
+    pub rows: Vec<ScaleRow>,
+}
+
+/// Lets the driver own a solver the caller shares.
+struct Shared(Arc<dyn Solver>);
+
+impl Solver for Shared {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn solve(&self, problem: &Problem, limits: &Limits) -> Result<Outcome, SolveError> {
+        self.0.solve(problem, limits)
+    }
+}
+
+/// Runs the bench: every size of `config`, windows solved by `solver`, reporting one item per
+/// size to `progress`. See the module docs.
+pub fn run(
+    config: &ScaleConfig,
+    solver: Arc<dyn Solver>,
+    progress: &dyn Progress,
+) -> Result<ScaleReport, BenchError> {
+    let invalid = |reason: String| Err(BenchError::InvalidConfig { reason });
+    if !matches!(config.channels, 1 | 2) {
+        return invalid(format!("channels must be 1 or 2, got {}", config.channels));
+    }
+    if config.block == 0 {
+        return invalid("the block size must be positive".into());
+    }
+    if let Some(k) = config.sizes.iter().position(|&s| s == 0) {
+        return invalid(format!("size {} of the list is 0", k + 1));
+    }
+    if config.window_time_limit.is_zero() {
+        return invalid("the window time limit must be positive".into());
+    }
+    if config.threads == 0 {
+        return invalid("threads must be at least 1".into());
+    }
+    let name = solver.name().to_owned();
+    let driver = OddEven::new(
+        Box::new(Shared(solver)),
+        OddEvenConfig {
+            block: config.block,
+            rounds: config.rounds,
+            window_time_limit: config.window_time_limit,
+            start_schedules: config.start_schedules,
+            // With no overall limit every round runs: the work per size is fixed.
+            patience: usize::MAX,
+            ..OddEvenConfig::default()
+        },
+    );
+    progress.start("scale", Some(config.sizes.len() as u64));
+    let mut rows = Vec::with_capacity(config.sizes.len());
+    for &size in &config.sizes {
+        let row = run_size(config, &driver, size)?;
+        progress.advance(1, &format!("n = {}: {:.1} s", row.n, row.time_s));
+        rows.push(row);
+    }
+    progress.finish();
+    Ok(ScaleReport { solver: name, rows })
+}
+
+fn run_size(config: &ScaleConfig, driver: &OddEven, size: usize) -> Result<ScaleRow, BenchError> {
+    let problem = training_step(&TrainingStep::with_size(size, config.channels, config.seed));
+    let instance = format!(
+        "the training step of size {size} ({} activities, {} channel(s), seed {})",
+        problem.len(),
+        config.channels,
+        config.seed
+    );
+    let driver_name = driver.name().to_owned();
+    let began = Instant::now();
+    let report = driver
+        .run(
+            &problem,
+            &Limits {
+                seed: config.seed,
+                threads: config.threads,
+                ..Limits::default()
+            },
+        )
+        .map_err(|source| BenchError::Solve {
+            instance: instance.clone(),
+            solver: driver_name.clone(),
+            source,
+        })?;
+    let time = began.elapsed();
+    let makespan = checked(
+        &problem,
+        report.outcome.schedule.as_ref(),
+        &instance,
+        &driver_name,
+    )?;
+    // The plain heuristic, given the same wall time.
+    let heuristic = Heuristic::default();
+    let heuristic_name = heuristic.name().to_owned();
+    let plain = heuristic
+        .solve(
+            &problem,
+            &Limits {
+                time_limit: Some(time.max(Duration::from_millis(1))),
+                seed: config.seed,
+                ..Limits::default()
+            },
+        )
+        .map_err(|source| BenchError::Solve {
+            instance: instance.clone(),
+            solver: heuristic_name.clone(),
+            source,
+        })?;
+    let heuristic_makespan = checked(
+        &problem,
+        plain.schedule.as_ref(),
+        &instance,
+        &heuristic_name,
+    )?;
+    let bound = report.bound.value;
+    Ok(ScaleRow {
+        n: problem.len(),
+        rounds: report.rounds.len(),
+        time_s: time.as_secs_f64(),
+        start_makespan: report.start_makespan,
+        start_time_s: report.start_time.as_secs_f64(),
+        makespan,
+        lower_bound: bound,
+        bound: report.bound.kind,
+        gap_pct: pct_above(makespan, bound),
+        heuristic_makespan,
+        heuristic_time_s: plain.elapsed.as_secs_f64(),
+        heuristic_gap_pct: pct_above(heuristic_makespan, bound),
+        peak_rss_mb: peak_rss_mb(),
+        round_reports: report.rounds.iter().map(ScaleRound::from).collect(),
+    })
+}
+
+/// The checker's makespan of a schedule the bench needs.
+fn checked(
+    problem: &Problem,
+    schedule: Option<&Schedule>,
+    instance: &str,
+    solver: &str,
+) -> Result<i64, BenchError> {
+    let schedule = schedule.ok_or_else(|| BenchError::NoSchedule {
+        instance: instance.to_owned(),
+        solver: solver.to_owned(),
+    })?;
+    check(problem, schedule).map_err(|source| BenchError::Unchecked {
+        instance: instance.to_owned(),
+        solver: solver.to_owned(),
+        source,
+    })
+}
+
+/// Peak resident memory of this process so far (Linux's `VmHWM`), in MiB.
+fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024.0)
+}
