@@ -1,0 +1,87 @@
+//! Collectives: which opcodes are collectives, and one collective op per instruction (group
+//! size and link class from the replica groups).
+
+use concerto_graph::{CollectiveKind, LinkClass, Op, Tensor};
+
+use super::{dtype, Deps, Lowerer};
+use crate::hlo::ast::{Instruction, ReplicaGroups, Shape};
+use crate::hlo::HloError;
+
+/// The collective kind of an opcode, and whether it is the `-start` half of an async pair.
+pub(super) fn collective_kind(opcode: &str) -> Option<(CollectiveKind, bool)> {
+    let (base, start) = match opcode.strip_suffix("-start") {
+        Some(b) => (b, true),
+        None => (opcode, false),
+    };
+    let kind = match base {
+        "all-reduce" => CollectiveKind::AllReduce,
+        "all-gather" => CollectiveKind::AllGather,
+        "reduce-scatter" => CollectiveKind::ReduceScatter,
+        "all-to-all" | "ragged-all-to-all" => CollectiveKind::AllToAll,
+        "collective-permute" | "send" => CollectiveKind::SendRecv,
+        "collective-broadcast" => CollectiveKind::Broadcast,
+        _ => return None,
+    };
+    Some((kind, start))
+}
+
+impl<'m> Lowerer<'m> {
+    pub(super) fn collective(
+        &mut self,
+        i: &Instruction,
+        kind: CollectiveKind,
+        deps: Deps,
+        prefix: &str,
+    ) -> Result<Deps, HloError> {
+        let shape = match &i.shape {
+            Shape::Tuple(v) if i.opcode.ends_with("-start") => v.last().unwrap_or(&i.shape),
+            s => s,
+        };
+        let groups: Vec<Vec<u64>> = if let Some(a) = i.attribute("source_target_pairs") {
+            match a.replica_groups()? {
+                ReplicaGroups::Explicit(pairs) => pairs,
+                other => other.expand(),
+            }
+        } else if let Some(a) = i.attribute("replica_groups") {
+            let g = a.replica_groups()?.expand();
+            if g.is_empty() {
+                vec![(0..u64::from(self.devices)).collect()]
+            } else {
+                g
+            }
+        } else {
+            vec![(0..u64::from(self.devices)).collect()]
+        };
+        let group = groups.first().map_or(1, Vec::len) as u32;
+        let group = if kind == CollectiveKind::SendRecv {
+            group.max(2)
+        } else {
+            group
+        };
+        if group < 2 {
+            // A group of one moves nothing: the value is the operand's.
+            return Ok(deps);
+        }
+        let per_node = u64::from(self.options.gpus_per_node.max(1));
+        let inter = groups.iter().any(|g| {
+            g.first()
+                .is_some_and(|f| g.iter().any(|d| d / per_node != f / per_node))
+        });
+        let link = if inter {
+            LinkClass::InterNode
+        } else {
+            LinkClass::IntraNode
+        };
+        let mut op = Op::collective(
+            format!("{prefix}{}", i.name),
+            kind,
+            shape.bytes().max(1),
+            group,
+            link,
+        );
+        if let Shape::Array { dims, .. } = shape {
+            op.outputs.push(Tensor::new(dims.clone(), dtype(shape)));
+        }
+        Ok(vec![self.add(op, &deps)?])
+    }
+}

@@ -1,0 +1,135 @@
+//! `while` loops: unrolled when the trip count is known, from `backend_config` or from the
+//! loop pattern.
+
+use super::{Deps, Lowerer};
+use crate::hlo::ast::{Computation, Instruction, Module};
+use crate::hlo::HloError;
+
+impl<'m> Lowerer<'m> {
+    pub(super) fn while_loop(
+        &mut self,
+        i: &Instruction,
+        deps: Deps,
+        prefix: &str,
+    ) -> Result<Deps, HloError> {
+        let body = self.called(i, "body")?;
+        let cond = self.called(i, "condition")?;
+        let n = match known_trip_count(i) {
+            Some(n) => n,
+            None => loop_pattern_trip_count(self.module, i, cond, body).ok_or_else(|| {
+                self.error(
+                    i,
+                    "while loop without a known trip count (no backend_config \
+                     known_trip_count and no `i < N` counter pattern); unroll it before export",
+                )
+            })?,
+        };
+        let per_iter = body.instructions.len().max(1);
+        if (n as usize)
+            .saturating_mul(per_iter)
+            .saturating_add(self.added)
+            > self.options.max_unrolled
+        {
+            return Err(self.error(
+                i,
+                format!("unrolling {n} iterations of {per_iter} instructions is too large"),
+            ));
+        }
+        if self.depth >= 64 {
+            return Err(self.error(
+                i,
+                "while loops nest more than 64 deep (or a body calls itself)",
+            ));
+        }
+        self.depth += 1;
+        let mut state = deps;
+        for it in 0..n {
+            let p = format!("{prefix}{}.it{it}/", i.name);
+            match self.computation(body, std::slice::from_ref(&state), &p) {
+                Ok(s) => state = s,
+                Err(e) => {
+                    self.depth -= 1;
+                    return Err(e);
+                }
+            }
+        }
+        self.depth -= 1;
+        Ok(state)
+    }
+}
+
+/// The trip count `backend_config` states (`known_trip_count`), if any.
+fn known_trip_count(i: &Instruction) -> Option<u64> {
+    let cfg = i.attribute("backend_config")?;
+    let text = cfg.string().ok()?;
+    let at = text.find("known_trip_count")?;
+    let rest = &text[at..];
+    let n_at = rest.find("\"n\"")?;
+    let digits: String = rest[n_at + 3..]
+        .chars()
+        .skip_while(|c| !c.is_ascii_digit())
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+/// `i < N` with `i` a tuple element that starts at constant 0 and grows by 1 per iteration.
+fn loop_pattern_trip_count(
+    module: &Module,
+    w: &Instruction,
+    cond: &Computation,
+    body: &Computation,
+) -> Option<u64> {
+    let find = |c: &'_ Computation, name: &str| -> Option<usize> {
+        c.instructions.iter().position(|x| x.name == name)
+    };
+    let root = cond.instructions.get(cond.root)?;
+    if root.opcode != "compare" || root.attribute("direction")?.value.trim() != "LT" {
+        return None;
+    }
+    let lhs = &cond.instructions[find(cond, root.operands.first()?)?];
+    let rhs = &cond.instructions[find(cond, root.operands.get(1)?)?];
+    if lhs.opcode != "get-tuple-element" || rhs.opcode != "constant" {
+        return None;
+    }
+    let index = lhs.attribute("index")?.integer().ok()? as usize;
+    let limit: u64 = rhs.literal.as_deref()?.trim().parse().ok()?;
+    // The initial tuple in the caller: element `index` must be constant 0.
+    let caller = module
+        .computations
+        .iter()
+        .find(|c| c.instructions.iter().any(|x| std::ptr::eq(x, w)))?;
+    let init = &caller.instructions[find(caller, w.operands.first()?)?];
+    if init.opcode != "tuple" {
+        return None;
+    }
+    let start = &caller.instructions[find(caller, init.operands.get(index)?)?];
+    if start.opcode != "constant" || start.literal.as_deref()?.trim() != "0" {
+        return None;
+    }
+    // The body's root tuple element `index` must be `gte(param, index) + constant 1`.
+    let broot = body.instructions.get(body.root)?;
+    let next = &body.instructions[find(body, broot.operands.get(index)?)?];
+    if next.opcode != "add" {
+        return None;
+    }
+    let is_one = |name: &str| {
+        find(body, name).is_some_and(|k| {
+            let x = &body.instructions[k];
+            x.opcode == "constant" && x.literal.as_deref().map(str::trim) == Some("1")
+        })
+    };
+    let is_counter = |name: &str| {
+        find(body, name).is_some_and(|k| {
+            let x = &body.instructions[k];
+            x.opcode == "get-tuple-element"
+                && x.attribute("index").and_then(|a| a.integer().ok()) == Some(index as i64)
+        })
+    };
+    let (a, b) = (next.operands.first()?, next.operands.get(1)?);
+    if (is_counter(a) && is_one(b)) || (is_counter(b) && is_one(a)) {
+        Some(limit)
+    } else {
+        None
+    }
+}

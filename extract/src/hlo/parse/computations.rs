@@ -1,0 +1,325 @@
+//! Computations and the module: headers with parameters, instruction bodies, the `ENTRY` and
+//! naming checks, and the stack-frame tables newer XLA versions print.
+
+use std::collections::BTreeMap;
+
+use super::{is_ident_start, PResult, Parser, TABLES};
+use crate::hlo::ast::{Computation, Instruction, Module, Pos};
+use crate::hlo::HloError;
+
+impl<'a> Parser<'a> {
+    // ---------------------------------------------------------------- computations
+
+    /// A computation, at its first token; returns it with its name and the name's offset.
+    pub(super) fn computation(&mut self) -> PResult<(Computation, &'a str, usize)> {
+        let start = self.at;
+        let pos = self.pos(start);
+        let mut is_entry = false;
+        if self.word_at(start) == "ROOT" {
+            self.at += 4;
+            self.skip_ws()?;
+            if matches!(self.peek(), Some(c) if c == b'%' || is_ident_start(c)) {
+                let name_at = self.at;
+                let name = self.name("an instruction name")?;
+                return Err(self.error(
+                    name_at,
+                    format!(
+                        "instruction `%{name}` outside any computation (did an extra `}}` \
+                         close the computation early?)"
+                    ),
+                ));
+            }
+            self.at = start;
+        }
+        if self.word_at(start) == "ENTRY" {
+            self.at += 5;
+            self.skip_ws()?;
+            is_entry = true;
+        }
+        let name_at = self.at;
+        let name = self.name("a computation (`%name (params) -> shape {`) or `ENTRY`")?;
+        let mut after = self.at;
+        self.skip_ws()?;
+        if self.peek() == Some(b'(') {
+            self.parameters()?;
+            after = self.at;
+            self.skip_ws()?;
+            if !self.looking_at(b"->") {
+                let what = format!("`->` after the parameters of computation `%{name}`");
+                return Err(self.expected_after(after, &what));
+            }
+        }
+        if self.looking_at(b"->") {
+            self.at += 2;
+            self.skip_ws()?;
+            self.shape(0)?;
+            after = self.at;
+            self.skip_ws()?;
+        }
+        match self.peek() {
+            Some(b'{') => {}
+            Some(b'=') => {
+                return Err(self.error(
+                    name_at,
+                    format!(
+                        "instruction `%{name}` outside any computation (did an extra `}}` \
+                         close the computation early?)"
+                    ),
+                ))
+            }
+            _ => {
+                let what = format!("`{{` to open the body of computation `%{name}`");
+                return Err(self.expected_after(after, &what));
+            }
+        }
+        let open = self.at;
+        self.at += 1;
+        self.multiline = None;
+        let mut instructions: Vec<Instruction> = Vec::new();
+        let mut names: BTreeMap<&'a str, Pos> = BTreeMap::new();
+        let mut root: Option<usize> = None;
+        loop {
+            self.skip_ws()?;
+            match self.peek() {
+                Some(b'}') => {
+                    self.at += 1;
+                    break;
+                }
+                None => return Err(self.unclosed(name, pos)),
+                Some(_) => {}
+            }
+            let (instruction, iname, iname_at) = match self.instruction() {
+                Ok(parsed) => parsed,
+                Err(e) => return Err(self.with_hint(e)),
+            };
+            if let Some(first) = names.get(iname) {
+                let message = format!(
+                    "duplicate instruction `%{iname}` (first at line {})",
+                    first.line
+                );
+                return Err(self.error(iname_at, message));
+            }
+            names.insert(iname, instruction.pos);
+            if instruction.is_root {
+                if let Some(r) = root {
+                    let message = format!(
+                        "two ROOT instructions in computation `%{name}` (line {} and line {})",
+                        instructions[r].pos.line, instruction.pos.line
+                    );
+                    return Err(self.error(iname_at, message));
+                }
+                root = Some(instructions.len());
+            }
+            instructions.push(instruction);
+        }
+        if instructions.is_empty() {
+            return Err(self.error(open, format!("computation `%{name}` has no instructions")));
+        }
+        // `, execution_thread="..."` after the `}`: checked, not kept.
+        self.attributes()?;
+        let root = root.unwrap_or(instructions.len() - 1);
+        let computation = Computation {
+            name: name.to_string(),
+            is_entry,
+            instructions,
+            root,
+            pos,
+        };
+        Ok((computation, name, name_at))
+    }
+
+    /// The error for a computation that the end of input leaves open.
+    pub(super) fn unclosed(&mut self, name: &str, pos: Pos) -> HloError {
+        if let Some(open) = self.multiline {
+            let opener = self.byte(open).map_or('?', char::from);
+            return self.error(
+                open,
+                format!(
+                    "unbalanced `{opener}`: this value runs on over several lines, and \
+                     computation `%{name}` (line {}) is never closed",
+                    pos.line
+                ),
+            );
+        }
+        let end = self.bytes.len();
+        self.error(
+            end,
+            format!(
+                "computation `%{name}` (line {}) is not closed: expected `}}`, found end of input",
+                pos.line
+            ),
+        )
+    }
+
+    /// `e`, with a hint when an attribute value of the current computation spans lines (an
+    /// unbalanced bracket there swallows the following lines).
+    pub(super) fn with_hint(&mut self, e: HloError) -> HloError {
+        let Some(open) = self.multiline else {
+            return e;
+        };
+        let p = self.pos(open);
+        match e {
+            HloError::Syntax {
+                line,
+                column,
+                message,
+            } if line > p.line => HloError::Syntax {
+                line,
+                column,
+                message: format!(
+                    "{message} (after a value that spans lines from line {}, column {}: is a \
+                     bracket unbalanced there?)",
+                    p.line, p.column
+                ),
+            },
+            other => other,
+        }
+    }
+
+    /// A computation's parameter list `(p: f32[2], q: (s32[], pred[]))`, at its `(`; the
+    /// names and shapes are checked, not kept.
+    pub(super) fn parameters(&mut self) -> PResult<()> {
+        self.at += 1;
+        self.skip_ws()?;
+        if self.peek() == Some(b')') {
+            self.at += 1;
+            return Ok(());
+        }
+        loop {
+            self.skip_ws()?;
+            let name = self.name("a parameter name")?;
+            self.skip_ws()?;
+            if self.peek() != Some(b':') {
+                let what = format!("`:` after parameter `{name}`");
+                return Err(self.expected(self.at, &what));
+            }
+            self.at += 1;
+            self.skip_ws()?;
+            self.shape(0)?;
+            self.skip_ws()?;
+            match self.peek() {
+                Some(b',') => self.at += 1,
+                Some(b')') => {
+                    self.at += 1;
+                    return Ok(());
+                }
+                _ => return Err(self.expected(self.at, "`,` or `)` in a parameter list")),
+            }
+        }
+    }
+
+    /// Skips a stack-frame table (`FileNames` followed by lines `1 "file.py"`, `StackFrames`
+    /// followed by `1 {file_location_id=1 parent_frame_id=0}`, ...) if one starts at the
+    /// cursor; returns whether one did.
+    pub(super) fn table(&mut self) -> PResult<bool> {
+        let word = self.word_at(self.at);
+        if !TABLES.contains(&word) {
+            return Ok(false);
+        }
+        let save = self.at;
+        self.at += word.len();
+        self.skip_ws()?;
+        let next = self.word_at(self.at);
+        if !(self.peek().is_none_or(|c| c.is_ascii_digit()) || TABLES.contains(&next)) {
+            // A computation with that name.
+            self.at = save;
+            return Ok(false);
+        }
+        while self.peek().is_some_and(|c| c.is_ascii_digit()) {
+            self.uint("a table index")?;
+            self.skip_inline()?;
+            let from = self.at;
+            let to = self.balanced(None)?;
+            if self.slice(from, to).trim().is_empty() {
+                return Err(self.expected(from, "a table entry after its index"));
+            }
+            self.at = to;
+            self.skip_ws()?;
+        }
+        Ok(true)
+    }
+
+    // ---------------------------------------------------------------- the module
+
+    /// The whole module.
+    pub(super) fn module(mut self) -> PResult<Module> {
+        self.skip_ws()?;
+        if self.at >= self.bytes.len() {
+            return Err(self.error(self.at, "empty input: expected `HloModule name`"));
+        }
+        if self.word_at(self.at) != "HloModule" {
+            return Err(self.expected(self.at, "`HloModule` at the start of the module"));
+        }
+        self.at += "HloModule".len();
+        self.skip_inline()?;
+        let name = self.name("a module name after `HloModule`")?.to_string();
+        let mut attributes = Vec::new();
+        loop {
+            self.skip_inline()?;
+            if self.peek() != Some(b',') {
+                break;
+            }
+            self.at += 1;
+            attributes.push(self.attribute(true)?);
+        }
+        if !matches!(self.peek(), None | Some(b'\n')) {
+            return Err(self.expected(
+                self.at,
+                "`,` or the end of the line after the module header",
+            ));
+        }
+
+        let mut computations: Vec<Computation> = Vec::new();
+        let mut names: BTreeMap<&'a str, Pos> = BTreeMap::new();
+        let mut entry: Option<usize> = None;
+        loop {
+            self.skip_ws()?;
+            if self.at >= self.bytes.len() {
+                break;
+            }
+            if self.table()? {
+                continue;
+            }
+            let start = self.at;
+            if self.word_at(start) == "HloModule" {
+                return Err(self.error(
+                    start,
+                    "a second `HloModule` header: a text holds one module",
+                ));
+            }
+            let (computation, cname, cname_at) = self.computation()?;
+            if let Some(first) = names.get(cname) {
+                let message = format!(
+                    "duplicate computation `%{cname}` (first at line {})",
+                    first.line
+                );
+                return Err(self.error(cname_at, message));
+            }
+            names.insert(cname, computation.pos);
+            if computation.is_entry {
+                if let Some(e) = entry {
+                    let message = format!(
+                        "two ENTRY computations (line {} and line {})",
+                        computations[e].pos.line, computation.pos.line
+                    );
+                    return Err(self.error(start, message));
+                }
+                entry = Some(computations.len());
+            }
+            computations.push(computation);
+        }
+        let Some(entry) = entry else {
+            let end = self.bytes.len();
+            return Err(self.error(
+                end,
+                "no ENTRY computation: one computation must be marked `ENTRY`",
+            ));
+        };
+        Ok(Module {
+            name,
+            attributes,
+            computations,
+            entry,
+        })
+    }
+}

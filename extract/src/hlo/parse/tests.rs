@@ -1,0 +1,783 @@
+//! Tests of the HLO parser: well-formed modules, and malformed input named by line and column.
+
+use super::*;
+use crate::hlo::{ReplicaGroups, Shape};
+
+/// Parses `text`, panicking with the error on failure.
+fn ok(text: &str) -> Module {
+    match parse(text) {
+        Ok(m) => m,
+        Err(e) => panic!("{e}\n--- input:\n{text}"),
+    }
+}
+
+/// Parses `text`, which must fail; returns the error's line, column and message.
+fn err(text: &str) -> (usize, usize, String) {
+    match parse(text) {
+        Ok(m) => panic!("parsed, expected an error: {m:?}"),
+        Err(HloError::Syntax {
+            line,
+            column,
+            message,
+        }) => (line, column, message),
+        Err(e) => panic!("not a syntax error: {e}"),
+    }
+}
+
+/// Asserts that `text` fails at `line`:`column` with a message containing `fragment`.
+#[track_caller]
+fn fails(text: &str, line: usize, column: usize, fragment: &str) {
+    let (l, c, m) = err(text);
+    assert!(
+        (l, c) == (line, column) && m.contains(fragment),
+        "got line {l}, column {c}: {m}\nexpected line {line}, column {column}: ..{fragment}.."
+    );
+}
+
+fn array(dtype: &str, dims: &[u64], layout: Option<&[u64]>) -> Shape {
+    Shape::Array {
+        dtype: dtype.into(),
+        dims: dims.to_vec(),
+        layout: layout.map(<[u64]>::to_vec),
+    }
+}
+
+const SAMPLE: &str = r#"HloModule jit_step, is_scheduled=true, input_output_alias={ {0}: (0, {}, may-alias), {1}: (1, {}, may-alias) }, entry_computation_layout={(f32[2]{0}, bf16[2,8]{1,0})->(f32[2]{0}, bf16[16]{0})}
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %sum = f32[] add(%x, %y)
+}
+
+%fused {
+  %p0 = f32[2]{0} parameter(0)
+  ROOT %neg = f32[2]{0} negate(f32[2]{0} %p0)
+}
+
+ENTRY %main.1_spmd (a: f32[2], b: bf16[2,8]) -> (f32[2], bf16[16]) {
+  %a = f32[2]{0} parameter(0), sharding={replicated}
+  %b = bf16[2,8]{1,0} parameter(1)
+  %ar = f32[2]{0} all-reduce(%a), channel_id=1, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=%add
+  %f = f32[2]{0} fusion(%ar), kind=kLoop, calls=%fused, metadata={op_name="jit(step)/neg" source_file="/x/y.py" source_line=3}
+  %ags = (bf16[2]{0}, bf16[16]{0}) all-gather-start(%b), channel_id=2, replica_groups=[2,4]<=[4,2]T(1,0), dimensions={0}
+  %agd = bf16[16]{0} all-gather-done(%ags)
+  ROOT %t = (f32[2]{0}, bf16[16]{0}) tuple(%f, /*index=1*/%agd)
+}
+"#;
+
+#[test]
+fn parses_a_module() {
+    let m = ok(SAMPLE);
+    assert_eq!(m.name, "jit_step");
+    let names: Vec<&str> = m.attributes.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "is_scheduled",
+            "input_output_alias",
+            "entry_computation_layout"
+        ]
+    );
+    assert_eq!(
+        m.attributes[1].value,
+        "{ {0}: (0, {}, may-alias), {1}: (1, {}, may-alias) }"
+    );
+    assert_eq!(
+        m.attributes[2].value,
+        "{(f32[2]{0}, bf16[2,8]{1,0})->(f32[2]{0}, bf16[16]{0})}"
+    );
+    assert_eq!(
+        m.attributes[0].pos,
+        Pos {
+            line: 1,
+            column: 34
+        }
+    );
+    assert_eq!(m.computations.len(), 3);
+    assert_eq!(m.entry, 2);
+    assert_eq!(m.entry().name, "main.1_spmd");
+    assert!(m.entry().is_entry && !m.computations[0].is_entry);
+    assert_eq!(
+        m.entry().pos,
+        Pos {
+            line: 14,
+            column: 1
+        }
+    );
+
+    let add = m.computation("add").unwrap();
+    assert_eq!(add.root, 2);
+    assert_eq!(add.instructions[0].literal.as_deref(), Some("0"));
+    assert_eq!(add.instructions[2].operands, ["x", "y"]);
+    assert!(add.instructions[2].is_root);
+
+    let fused = m.computation("fused").unwrap();
+    assert_eq!(
+        fused.instructions[1].operands,
+        ["p0"],
+        "shape prefix dropped"
+    );
+    assert_eq!(fused.root, 1);
+
+    let e = m.entry();
+    assert_eq!(e.instructions.len(), 7);
+    assert_eq!(e.root, 6);
+    let ar = &e.instructions[2];
+    assert_eq!(ar.opcode, "all-reduce");
+    assert_eq!(
+        ar.pos,
+        Pos {
+            line: 17,
+            column: 3
+        }
+    );
+    let rg = ar.attribute("replica_groups").unwrap();
+    assert_eq!(rg.value, "{{0,1},{2,3}}");
+    assert_eq!(
+        rg.replica_groups().unwrap(),
+        ReplicaGroups::Explicit(vec![vec![0, 1], vec![2, 3]])
+    );
+    assert_eq!(
+        ar.attribute("to_apply").unwrap().computation().unwrap(),
+        "add"
+    );
+    assert_eq!(ar.attribute("channel_id").unwrap().integer().unwrap(), 1);
+    let f = &e.instructions[3];
+    assert_eq!(f.attribute("kind").unwrap().value, "kLoop");
+    assert_eq!(
+        f.attribute("calls").unwrap().computation().unwrap(),
+        "fused"
+    );
+    assert_eq!(
+        f.attribute("metadata").unwrap().value,
+        r#"{op_name="jit(step)/neg" source_file="/x/y.py" source_line=3}"#
+    );
+    let ags = &e.instructions[4];
+    assert_eq!(
+        ags.shape,
+        Shape::Tuple(vec![
+            array("bf16", &[2], Some(&[0])),
+            array("bf16", &[16], Some(&[0]))
+        ])
+    );
+    assert_eq!(
+        ags.attribute("replica_groups")
+            .unwrap()
+            .replica_groups()
+            .unwrap()
+            .expand(),
+        vec![vec![0, 2, 4, 6], vec![1, 3, 5, 7]]
+    );
+    assert_eq!(
+        ags.attribute("dimensions").unwrap().dims().unwrap(),
+        vec![0]
+    );
+    let agd = &e.instructions[5];
+    assert_eq!(
+        (agd.opcode.as_str(), agd.operands.as_slice()),
+        ("all-gather-done", &["ags".to_string()][..])
+    );
+    assert_eq!(e.instructions[6].operands, ["f", "agd"]);
+    assert_eq!(
+        e.instructions[0].attribute("sharding").unwrap().value,
+        "{replicated}"
+    );
+}
+
+#[test]
+fn async_pair_and_iota_replica_groups() {
+    let m = ok("HloModule m\nENTRY %e (p: bf16[2]) -> bf16[16] {\n  %p = bf16[2]{0} parameter(0)\n  %ags = (bf16[2]{0}, bf16[16]{0}) all-gather-start(%p), channel_id=1, replica_groups=[1,8]<=[8], dimensions={0}\n  ROOT %agd = bf16[16]{0} all-gather-done(%ags)\n}\n");
+    let e = m.entry();
+    let ags = &e.instructions[1];
+    assert_eq!(ags.opcode, "all-gather-start");
+    let rg = ags.attribute("replica_groups").unwrap();
+    assert_eq!(rg.value, "[1,8]<=[8]");
+    assert_eq!(
+        rg.pos,
+        Pos {
+            line: 4,
+            column: 87
+        }
+    );
+    assert_eq!(
+        rg.replica_groups().unwrap(),
+        ReplicaGroups::Iota {
+            groups: 1,
+            size: 8,
+            reshape: vec![8],
+            transpose: None
+        }
+    );
+    assert_eq!(e.instructions[2].operands, ["ags"]);
+    assert_eq!(e.root, 2);
+}
+
+#[test]
+fn while_fusion_custom_call_and_constants() {
+    let text = r#"HloModule m
+%c (s: s32[]) -> pred[] {
+  %s = s32[] parameter(0)
+  %k = s32[] constant(4)
+  ROOT %lt = pred[] compare(%s, %k), direction=LT
+}
+%b (s: s32[]) -> s32[] {
+  %s = s32[] parameter(0)
+  %one = s32[] constant(1)
+  ROOT %n = s32[] add(s32[] %s, s32[] %one)
+}
+%fused (p: f32[2,2]) -> f32[2,2] {
+  ROOT %p = f32[2,2]{1,0} parameter(0)
+}
+ENTRY %main {
+  %z = s32[] constant(0)
+  %w = s32[] while(%z), condition=%c, body=%b, backend_config={"known_trip_count":{"n":"4"}}
+  %v = f32[2,2]{1,0} constant({ { 1, 2 }, { 3, 4 } })
+  %inf = f32[] constant(-inf)
+  %dots = f32[8]{0} constant({...})
+  %io = s32[8]{0} iota(), iota_dimension=0
+  %fu = f32[2,2]{1,0} fusion(%v), kind=kLoop, calls=%fused
+  %cc = (f32[2,2]{1,0}, u8[48]{0}) custom-call(%fu, %v), custom_call_target="te_fused_attn_forward_ffi", api_version=API_VERSION_TYPED_FFI, backend_config="{\"scale\":\"0.5\",\"name\":\"a, b\"}"
+  %conv = f32[1,8,8,4]{3,2,1,0} convolution(%x, %y), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  %sl = f32[1,4]{1,0} slice(%v), slice={[0:1], [0:4:2]}
+  ROOT %t = () tuple()
+}
+"#;
+    let m = ok(text);
+    let e = m.entry();
+    assert_eq!(e.name, "main");
+    let w = &e.instructions[1];
+    assert_eq!(
+        w.attribute("condition").unwrap().computation().unwrap(),
+        "c"
+    );
+    assert_eq!(w.attribute("body").unwrap().computation().unwrap(), "b");
+    assert_eq!(
+        w.attribute("backend_config").unwrap().value,
+        r#"{"known_trip_count":{"n":"4"}}"#
+    );
+    assert_eq!(e.instructions[0].literal.as_deref(), Some("0"));
+    assert_eq!(
+        e.instructions[2].literal.as_deref(),
+        Some("{ { 1, 2 }, { 3, 4 } }")
+    );
+    assert_eq!(e.instructions[3].literal.as_deref(), Some("-inf"));
+    assert_eq!(e.instructions[4].literal.as_deref(), Some("{...}"));
+    let io = &e.instructions[5];
+    assert_eq!((io.literal.as_deref(), io.operands.len()), (Some(""), 0));
+    assert_eq!(
+        io.attribute("iota_dimension").unwrap().integer().unwrap(),
+        0
+    );
+    let cc = &e.instructions[7];
+    assert_eq!(cc.operands, ["fu", "v"]);
+    assert_eq!(
+        cc.attribute("custom_call_target")
+            .unwrap()
+            .string()
+            .unwrap(),
+        "te_fused_attn_forward_ffi"
+    );
+    assert_eq!(
+        cc.attribute("backend_config").unwrap().string().unwrap(),
+        r#"{"scale":"0.5","name":"a, b"}"#
+    );
+    let conv = &e.instructions[8];
+    assert_eq!(
+        conv.attribute("window").unwrap().value,
+        "{size=3x3 pad=1_1x1_1}"
+    );
+    assert_eq!(
+        conv.attribute("dim_labels").unwrap().value,
+        "b01f_01io->b01f"
+    );
+    assert_eq!(
+        e.instructions[9].attribute("slice").unwrap().value,
+        "{[0:1], [0:4:2]}"
+    );
+    let t = &e.instructions[10];
+    assert_eq!((&t.shape, t.operands.len()), (&Shape::Tuple(vec![]), 0));
+    let b = m.computation("b").unwrap();
+    assert_eq!(b.instructions[2].operands, ["s", "one"]);
+    assert_eq!(m.computation("fused").unwrap().root, 0);
+}
+
+#[test]
+fn shapes() {
+    let text = "HloModule m\nENTRY %e {\n  %a = (f32[2], (s32[], pred[]), ()) parameter(0)\n  %b = bf16[2,8192,4096]{2,1,0} parameter(1)\n  %c = f32[8,128]{1,0:T(8,128)(2,1)S(1)} parameter(2)\n  %d = f32[<=10,3] parameter(3)\n  %t = token[] after-all()\n  %e = f8e4m3fn[4]{0} parameter(4)\n  %f = s4[3]{0:E(4)} parameter(5)\n  %g = c128[] parameter(6)\n  ROOT %h = f32[ 2 , 3 ]{ 1 , 0 } parameter(7)\n}\n";
+    let m = ok(text);
+    let s: Vec<&Shape> = m.entry().instructions.iter().map(|i| &i.shape).collect();
+    assert_eq!(
+        *s[0],
+        Shape::Tuple(vec![
+            array("f32", &[2], None),
+            Shape::Tuple(vec![array("s32", &[], None), array("pred", &[], None)]),
+            Shape::Tuple(vec![]),
+        ])
+    );
+    assert_eq!(*s[1], array("bf16", &[2, 8192, 4096], Some(&[2, 1, 0])));
+    assert_eq!(*s[2], array("f32", &[8, 128], Some(&[1, 0])));
+    assert_eq!(*s[3], array("f32", &[10, 3], None));
+    assert_eq!(*s[4], Shape::Token);
+    assert_eq!(*s[5], array("f8e4m3fn", &[4], Some(&[0])));
+    assert_eq!(*s[6], array("s4", &[3], Some(&[0])));
+    assert_eq!(*s[7], array("c128", &[], None));
+    assert_eq!(*s[8], array("f32", &[2, 3], Some(&[1, 0])));
+    assert_eq!(s[1].bytes(), 2 * 8192 * 4096 * 2);
+}
+
+#[test]
+fn header_shapes_and_layout_versus_body() {
+    // A return shape without a layout, followed by the body's `{`.
+    let m = ok("HloModule m\n\nENTRY %e (p: f32[2]{0}, q: (s32[], f32[2])) -> f32[2] {\n  ROOT %p = f32[2] parameter(0)\n}\n");
+    assert_eq!(m.entry().instructions[0].shape, array("f32", &[2], None));
+    let m = ok("HloModule m\nENTRY e () -> f32[2]{0} {\nROOT p = f32[2]{0} parameter(0)}");
+    assert_eq!(m.entry().name, "e");
+    assert_eq!(m.entry().instructions[0].name, "p");
+    let m = ok("HloModule m\nENTRY %e () -> f32[] {ROOT %p = f32[] parameter(0)}");
+    assert_eq!(m.entry().instructions[0].shape, array("f32", &[], None));
+}
+
+#[test]
+fn comments_whitespace_and_odd_layout() {
+    let text = "// leading comment\r\nHloModule m /* c */, a=1 // trailing\r\n/* block\n comment */\r\nENTRY %e {\r\n  ROOT %t = (f32[], /*index=1*/ s32[]) tuple(/*index=0*/ %x,\n      /*index=1*/ %y), frontend_attributes={a=\"b\"} // done\r\n}, execution_thread=\"main\"\r\n";
+    let m = ok(text);
+    assert_eq!(m.attributes[0].value, "1");
+    let t = &m.entry().instructions[0];
+    assert_eq!(t.operands, ["x", "y"]);
+    assert_eq!(t.attributes.len(), 1);
+    assert_eq!(
+        t.attribute("frontend_attributes").unwrap().value,
+        "{a=\"b\"}"
+    );
+    assert_eq!(t.pos, Pos { line: 6, column: 3 });
+}
+
+#[test]
+fn bare_names_multiline_values_and_tables() {
+    let text = "HloModule m\nENTRY main {\n  x = f32[] parameter(0)\n  ROOT y = f32[] negate(x), backend_config={\n    \"a\": [1,\n 2]}\n}\n\nFileNames\n1 \"a.py\"\nFunctionNames\n1 \"f\"\nFileLocations\n1 {file_name_id=1 function_name_id=1 line=2}\nStackFrames\n1 {file_location_id=1 parent_frame_id=0}\n";
+    let m = ok(text);
+    let y = &m.entry().instructions[1];
+    assert_eq!(y.operands, ["x"]);
+    assert_eq!(
+        y.attribute("backend_config").unwrap().value,
+        "{\n    \"a\": [1,\n 2]}"
+    );
+    // A computation may be called like a table keyword.
+    let m = ok("HloModule m\nFileNames {\n ROOT a = f32[] constant(0)\n}\nENTRY e {\n ROOT b = f32[] call(), to_apply=FileNames\n}\n");
+    assert_eq!(m.computations[0].name, "FileNames");
+    // An instruction may be called `ROOT`.
+    let m = ok("HloModule m\nENTRY e {\n ROOT = f32[] constant(0)\n}\n");
+    assert!(!m.entry().instructions[0].is_root);
+    assert_eq!(m.entry().instructions[0].name, "ROOT");
+}
+
+#[test]
+fn unicode_columns() {
+    let (line, column, message) =
+        err("HloModule m\nENTRY e {\n  %a = f32[] custom-call(), metadata={op_name=\"é→ü\"} ?\n}");
+    assert_eq!((line, column), (3, 54), "{message}");
+    let m = ok("\u{feff}HloModule m, k=\"ä\", j=2\nENTRY e {\n ROOT a = f32[] constant(0)\n}");
+    assert_eq!(
+        m.attributes[1].pos,
+        Pos {
+            line: 1,
+            column: 23
+        }
+    );
+}
+
+// ----------------------------------------------------------------- malformed input
+
+#[test]
+fn empty_input() {
+    fails("", 1, 1, "empty input");
+    fails("  \n /* c */ \n", 3, 1, "empty input");
+    fails(
+        "HloModul m",
+        1,
+        1,
+        "expected `HloModule` at the start of the module, found `HloModul`",
+    );
+}
+
+#[test]
+fn unterminated_string() {
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %c = f32[] custom-call(), custom_call_target=\"abc\n}\n",
+        3,
+        53,
+        "unterminated string",
+    );
+    fails("HloModule m, a=\"x\\\"", 1, 16, "unterminated string");
+}
+
+#[test]
+fn missing_equals() {
+    fails(
+        "HloModule m\nENTRY %e {\n  %x f32[] parameter(0)\n}\n",
+        3,
+        6,
+        "expected `=` after instruction name `%x`, found `f32`",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  %x (f32[] parameter(0)\n}\n",
+        3,
+        6,
+        "expected `=` after instruction name `%x`, found `(`",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = f32[] parameter(0), dimensions\n}\n",
+        3,
+        43,
+        "expected `=` after attribute name `dimensions`, found end of line",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = f32[] parameter(0), k=\n}\n",
+        3,
+        35,
+        "expected a value for attribute `k`, found end of line",
+    );
+}
+
+#[test]
+fn unbalanced_brackets() {
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = f32[2]{0} reverse(%p), dimensions={0\n}",
+        3,
+        47,
+        "unbalanced `{`",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = f32[2]{0} reverse(%p), dimensions={0)\n}",
+        3,
+        49,
+        "mismatched `)`: expected `}` to close the `{` at line 3, column 47",
+    );
+    // An unclosed `{` in the middle swallows the computation's `}`.
+    fails(
+            "HloModule m\nENTRY %e {\n  %x = f32[2]{0} reverse(%p), dimensions={0\n  ROOT %y = f32[2]{0} negate(%x)\n}\n",
+            3,
+            42,
+            "unbalanced `{`: this value runs on over several lines",
+        );
+    let (line, _, message) = err("HloModule m\n%c {\n  %x = f32[2]{0} reverse(%p), dimensions={0\n  ROOT %y = f32[2]{0} negate(%x)\n}\nENTRY %e {\n  ROOT %z = f32[] constant(0)\n}\n");
+    assert_eq!(line, 6, "{message}");
+    assert!(
+        message.contains("is a bracket unbalanced there?"),
+        "{message}"
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %c = f32[] constant({1, 2)\n}",
+        3,
+        33,
+        "mismatched `)`",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %c = f32[] constant(1",
+        3,
+        27,
+        "unbalanced `(`",
+    );
+    fails("HloModule m, a={\"}\"", 1, 16, "unbalanced `{`");
+}
+
+#[test]
+fn bad_shapes() {
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = f32[2,x] parameter(0)\n}\n",
+        3,
+        19,
+        "expected a dimension size in shape `f32[...]`, found `x`",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = F32[2] parameter(0)\n}\n",
+        3,
+        13,
+        "unknown element type `F32` in shape",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = f_32[2] parameter(0)\n}\n",
+        3,
+        13,
+        "unknown element type `f_32`",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = parameter(0)\n}\n",
+        3,
+        13,
+        "expected a shape such as",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = f32[?] parameter(0)\n}\n",
+        3,
+        17,
+        "unbounded dynamic dimension",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = f32[2]{0,x} parameter(0)\n}\n",
+        3,
+        22,
+        "expected a dimension number, `:` or `}` in a layout, found `x`",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = f32[2]{0 1} parameter(0)\n}\n",
+        3,
+        22,
+        "expected `,`, `:` or `}` in a layout, found `1`",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = (f32[2] s32[]) parameter(0)\n}\n",
+        3,
+        21,
+        "expected `,` or `)` in a tuple shape, found `s32`",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = token[1] after-all()\n}\n",
+        3,
+        19,
+        "`token[]` has no dimensions",
+    );
+}
+
+#[test]
+fn integer_overflow() {
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = f32[2,18446744073709551616] parameter(0)\n}\n",
+        3,
+        19,
+        "dimension size `18446744073709551616` does not fit in 64 bits",
+    );
+    // u64::MAX parses, but the size in bytes overflows.
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = f32[18446744073709551615] parameter(0)\n}\n",
+        3,
+        13,
+        "shape is too large",
+    );
+    fails(
+            "HloModule m\nENTRY %e {\n  ROOT %x = (u8[4294967296,4294967295], u8[4294967296,4294967295]) parameter(0)\n}\n",
+            3,
+            13,
+            "tuple shape is too large",
+        );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %x = f32[2]{99999999999999999999} parameter(0)\n}\n",
+        3,
+        20,
+        "layout dimension",
+    );
+}
+
+#[test]
+fn entry_checks() {
+    fails(
+        "HloModule m\n%c {\n  ROOT %x = f32[] parameter(0)\n}\n",
+        5,
+        1,
+        "no ENTRY computation",
+    );
+    fails("HloModule m", 1, 12, "no ENTRY computation");
+    fails(
+            "HloModule m\n\n\nENTRY %a {\n  ROOT %x = f32[] parameter(0)\n}\n\n\nENTRY %b {\n  ROOT %x = f32[] parameter(0)\n}\n",
+            9,
+            1,
+            "two ENTRY computations (line 4 and line 9)",
+        );
+    fails(
+            "HloModule m\n%a {\n ROOT %x = f32[] parameter(0)\n}\nENTRY %a {\n ROOT %x = f32[] parameter(0)\n}\n",
+            5,
+            7,
+            "duplicate computation `%a` (first at line 2)",
+        );
+}
+
+#[test]
+fn instruction_checks() {
+    fails(
+            "HloModule m\nENTRY %e {\n  %a = f32[] parameter(0)\n  %b = f32[] parameter(1)\n  ROOT %a = f32[] add(%a, %b)\n}\n",
+            5,
+            8,
+            "duplicate instruction `%a` (first at line 3)",
+        );
+    fails(
+            "HloModule m\nENTRY %e {\n  ROOT %a = f32[] parameter(0)\n  ROOT %b = f32[] parameter(1)\n}\n",
+            4,
+            8,
+            "two ROOT instructions in computation `%e` (line 3 and line 4)",
+        );
+    fails(
+        "HloModule m\nENTRY %e {\n}\n",
+        2,
+        10,
+        "computation `%e` has no instructions",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %a = f32[] parameter(0)\n",
+        4,
+        1,
+        "computation `%e` (line 2) is not closed",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  %a = f32[] parameter(0)}\n  ROOT %b = f32[] negate(%a)\n}\n",
+        4,
+        8,
+        "instruction `%b` outside any computation",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %a = f32[] 1parameter(0)\n}\n",
+        3,
+        19,
+        "expected an opcode after the shape of `%a`, found `1parameter`",
+    );
+}
+
+#[test]
+fn garbage_after_header() {
+    fails(
+        "HloModule m foo\nENTRY %e {\n  ROOT %a = f32[] parameter(0)\n}\n",
+        1,
+        13,
+        "expected `,` or the end of the line after the module header, found `foo`",
+    );
+    fails(
+        "HloModule m, \nENTRY %e {\n}",
+        1,
+        14,
+        "expected an attribute name after `,`, found end of line",
+    );
+    fails(
+        "HloModule\nENTRY",
+        1,
+        10,
+        "expected a module name after `HloModule`, found end of line",
+    );
+    fails(
+        "HloModule m\nENTRY %e (p: f32[]) f32[] {\n  ROOT %a = f32[] parameter(0)\n}\n",
+        2,
+        21,
+        "expected `->` after the parameters of computation `%e`, found `f32`",
+    );
+    fails(
+        "HloModule m\nENTRY %e (p f32[]) -> f32[] {\n  ROOT %a = f32[] parameter(0)\n}\n",
+        2,
+        13,
+        "expected `:` after parameter `p`",
+    );
+    fails("HloModule m\n$ {\n}\n", 2, 1, "expected a computation");
+    fails(
+        "HloModule m\nHloModule n\n",
+        2,
+        1,
+        "a second `HloModule` header",
+    );
+}
+
+#[test]
+fn missing_parenthesis() {
+    fails(
+            "HloModule m\nENTRY %e {\n  %a = f32[] parameter(0)\n  %b = f32[] add(%a, %a\n  ROOT %c = f32[] negate(%b)\n}\n",
+            4,
+            24,
+            "expected `,` or `)` after operand `%a`, found end of line",
+        );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %b = f32[] add %a\n}\n",
+        3,
+        23,
+        "expected `(` after opcode `add`, found `%a`",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT %b = f32[] add(%a,)\n}\n",
+        3,
+        26,
+        "expected an operand name, found `)`",
+    );
+}
+
+#[test]
+fn deep_nesting() {
+    let deep = format!(
+        "HloModule m\nENTRY %e {{\n  ROOT %x = {}f32[]{} parameter(0)\n}}\n",
+        "(".repeat(300),
+        ")".repeat(300)
+    );
+    fails(
+        &deep,
+        3,
+        13 + MAX_DEPTH,
+        "tuple shapes nested deeper than 256",
+    );
+    let ok_depth = format!(
+        "HloModule m\nENTRY %e {{\n  ROOT %x = {}f32[]{} parameter(0)\n}}\n",
+        "(".repeat(MAX_DEPTH),
+        ")".repeat(MAX_DEPTH)
+    );
+    ok(&ok_depth);
+    let brackets = format!(
+        "HloModule m, a={}{}\n",
+        "{".repeat(100_000),
+        "}".repeat(100_000)
+    );
+    fails(
+        &brackets,
+        1,
+        16 + MAX_DEPTH,
+        "brackets nested deeper than 256",
+    );
+}
+
+#[test]
+fn unterminated_comment() {
+    fails(
+        "HloModule m\nENTRY %e { /* never\n closed",
+        2,
+        12,
+        "unterminated comment",
+    );
+}
+
+#[test]
+fn never_panics_on_truncations() {
+    // Every prefix of a valid module either parses or fails with a syntax error.
+    for (cut, _) in SAMPLE.char_indices() {
+        match parse(&SAMPLE[..cut]) {
+            Ok(_) | Err(HloError::Syntax { .. }) => {}
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
+/// Parses the real Llama 3.1 8B module when `CONCERTO_SHARED` (default `../shared` from
+/// the workspace) has it. Run with
+/// `cargo test --release -p concerto-extract -- --ignored --nocapture real_module`.
+#[test]
+#[ignore = "reads the shared 3 MB module; run in release with --ignored --nocapture"]
+fn real_module() {
+    let dir = std::env::var("CONCERTO_SHARED")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared").into());
+    let path = std::path::Path::new(&dir).join("hlo/llama31_8b_bf16_1x8.hlo");
+    let Ok(text) = std::fs::read_to_string(&path) else {
+        eprintln!("skipped: {} is missing", path.display());
+        return;
+    };
+    let start = std::time::Instant::now();
+    let module = parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let elapsed = start.elapsed();
+    let instructions: usize = module
+        .computations
+        .iter()
+        .map(|c| c.instructions.len())
+        .sum();
+    eprintln!(
+        "parsed {} ({} bytes): {} computations, {} instructions ({} in the entry) in {:.1} ms",
+        path.display(),
+        text.len(),
+        module.computations.len(),
+        instructions,
+        module.entry().instructions.len(),
+        elapsed.as_secs_f64() * 1e3
+    );
+    assert_eq!(module.name, "jit_train_step");
+    assert!(module.entry().instructions.len() > 10_000);
+}
