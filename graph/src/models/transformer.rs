@@ -31,10 +31,8 @@ use super::program::{act, NormKind, Pb, Pointwise, Weights, V};
 use super::step::Block;
 use crate::error::GraphError;
 
-
 /// GeLU (tanh approximation): flops per element forward and backward.
 const GELU: (u64, u64) = (8, 16);
-
 
 /// Sizes of one transformer layer on one device.
 #[derive(Clone, Copy, Debug)]

@@ -230,8 +230,7 @@ fn well_formed(xml: &str) -> BTreeMap<String, usize> {
             let end = rest[i..].find(';').expect("unterminated entity") + i;
             let entity = &rest[i + 1..end];
             assert!(
-                matches!(entity, "amp" | "lt" | "gt" | "quot" | "apos")
-                    || entity.starts_with('#'),
+                matches!(entity, "amp" | "lt" | "gt" | "quot" | "apos") || entity.starts_with('#'),
                 "unknown entity &{entity};"
             );
             rest = &rest[end + 1..];

@@ -3,8 +3,8 @@
 //! and their costs.
 
 use super::{
-    act, act_dtype, compute, dims4, gemm, named, with_last, BwdOp, NormKind, Pb, Pointwise, Src, V,
-    Weights, NORM_BWD_FLOPS, NORM_FWD_FLOPS,
+    act, act_dtype, compute, dims4, gemm, named, with_last, BwdOp, NormKind, Pb, Pointwise, Src,
+    Weights, NORM_BWD_FLOPS, NORM_FWD_FLOPS, V,
 };
 use crate::ir::{ComputeClass, DType, GemmShape, Op, Tensor};
 

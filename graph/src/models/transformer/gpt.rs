@@ -9,7 +9,6 @@ use crate::models::parallel::{check_fits, check_graph_size, check_positive, inva
 use crate::models::program::{act, Pb, Weights};
 use crate::models::step::Block;
 
-
 /// A GPT-style decoder (Megatron-LM's GPT): token and position embeddings, pre-LN layers
 /// (attention, 4x GeLU MLP), a final LayerNorm and an LM head tied to the token embedding.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

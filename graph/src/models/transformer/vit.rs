@@ -9,7 +9,6 @@ use crate::models::parallel::{check_fits, check_graph_size, check_positive, inva
 use crate::models::program::{act, compute, Pb, Weights};
 use crate::models::step::Block;
 
-
 /// A vision transformer (Dosovitskiy et al., 2021): patch embedding, class token and position
 /// embeddings, pre-LN encoder layers, a final LayerNorm and a linear classifier on the class
 /// token.
