@@ -31,18 +31,28 @@
 //! ```
 
 pub mod bench;
+pub mod analysis;
 pub mod error;
+pub mod evaluate;
 pub mod noise;
 pub mod pipeline;
 pub mod policy;
 pub mod progress;
 pub mod schedule;
+pub mod summary;
 
+pub use concerto_decomp::fuse::{FuseConfig, Fused};
+pub use concerto_decomp::select::{Decomposition, Scored, SelectConfig, Selected};
 pub use error::PipelineError;
+pub use evaluate::{evaluate, Evaluation};
 pub use noise::{noise, NoiseStats};
 pub use pipeline::{
     Config, Decompose, Decomposed, Families, Fusion, Joint, NoiseConfig, Pipeline, Report, Row,
     Solvers,
 };
 pub use progress::{Progress, Silent};
+pub use summary::DecompositionSummary;
 pub use schedule::{schedule, Optimized, Origin, ScheduleConfig, Scheduled, Scheduler};
+
+#[cfg(test)]
+mod tests;

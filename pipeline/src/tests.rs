@@ -1,0 +1,166 @@
+//! The pipeline's invariants on small generated training steps, with the built-in heuristic
+//! as the windows' solver (this crate depends on no backend) and a brute-force modal solver.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use concerto_graph::models::{self, GptConfig, Model, Parallel, Zero};
+use concerto_graph::{Graph, Hardware, StreamPlan};
+use concerto_rcpsp::{
+    brute_force, Heuristic, Limits, ModalOutcome, ModalProblem, ModalSolution, ModalSolver,
+    SolveError,
+};
+
+use crate::{
+    evaluate, Config, Decompose, Pipeline, Report, Row, Scheduler, Silent, Solvers,
+};
+
+/// Exact over mode choices (each reduced problem solved by the heuristic); windows with more
+/// than 6 regions or 40 activities are refused as too large, like a backend would.
+struct SmallBrute;
+
+impl ModalSolver for SmallBrute {
+    fn name(&self) -> &str {
+        "small-brute"
+    }
+
+    fn solve_modal(
+        &self,
+        problem: &ModalProblem,
+        limits: &Limits,
+        _initial: Option<&ModalSolution>,
+    ) -> Result<ModalOutcome, SolveError> {
+        if problem.regions().len() > 6 || problem.problem().len() > 40 {
+            return Err(SolveError::Unsupported {
+                solver: self.name().into(),
+                reason: "window too large for brute force".into(),
+            });
+        }
+        brute_force(problem, &Heuristic::default(), limits)
+    }
+}
+
+/// A GPT-3 6.7B-sized layer stack (the `bench graphs` GPT) with `layers` layers: under
+/// tensor parallelism its all-reduces are exposed, so decompositions have work to do.
+fn gpt(layers: u32, parallel: Parallel) -> Graph {
+    let gpt = GptConfig {
+        layers,
+        ..GptConfig::default()
+    };
+    models::build(&Model::Gpt(gpt), &parallel).unwrap()
+}
+
+fn pipeline(decompose: Decompose, fuse: bool) -> Pipeline {
+    let mut config = Config::new(Hardware::h100());
+    config.schedule.time_limit = Some(Duration::from_secs(2));
+    config.decompose = decompose;
+    config.fuse = fuse;
+    config.joint.window_time_limit = Duration::from_millis(200);
+    let solvers = Solvers::new(Arc::new(Heuristic::default())).with_modal(Arc::new(SmallBrute));
+    Pipeline::new(config, solvers)
+}
+
+/// Every row's plan is valid for its graph and simulates to the makespan the report gives.
+fn assert_rows_consistent(r: &Report) {
+    for row in [Row::S, Row::Decomposed, Row::Joint, Row::Fused] {
+        if let Some((g, p)) = r.row(row) {
+            p.plan.validate(g).unwrap();
+            let e = evaluate(g, &Hardware::h100(), &p.plan).unwrap();
+            assert_eq!(e.makespan_ns, p.makespan_ns(), "{row:?}");
+            // A plan written to JSON and read back is the same plan.
+            let back = StreamPlan::from_json(g, &p.plan.to_json(g)).unwrap();
+            assert_eq!(back, p.plan);
+        }
+    }
+    let (_, kept) = r.result();
+    for row in [Row::S, Row::Decomposed, Row::Joint, Row::Fused] {
+        if let Some((_, p)) = r.row(row) {
+            assert!(kept.makespan_ns() <= p.makespan_ns(), "{row:?} shorter than kept");
+        }
+    }
+}
+
+#[test]
+fn joint_is_never_above_sad_which_is_never_above_s() {
+    let g = gpt(2, Parallel::new(1, 8, 1));
+    let r = pipeline(Decompose::Joint, false).run(&g, &Silent).unwrap();
+    let s = r.s_ns();
+    let d = r.decomposed.as_ref().unwrap();
+    let j = r.joint.as_ref().unwrap();
+    assert!(!d.selected.decompositions.is_empty(), "the selection chose nothing");
+    assert!(j.regions > 0, "no joint region");
+    assert!(d.makespan_ns <= s, "S+AD {} > S {s}", d.makespan_ns);
+    assert!(j.makespan_ns <= d.makespan_ns, "joint {} > S+AD {}", j.makespan_ns, d.makespan_ns);
+    // What is reported as kept is what was measured.
+    if d.kept {
+        assert_eq!(d.makespan_ns, d.schedule.as_ref().unwrap().concerto().makespan_ns());
+        assert!(!d.applied().is_empty());
+    } else {
+        assert!(d.applied().is_empty());
+    }
+    if let (true, Some((_, o))) = (j.kept, &j.result) {
+        assert_eq!(j.makespan_ns, o.concerto().makespan_ns());
+    }
+    assert_rows_consistent(&r);
+}
+
+#[test]
+fn a_longer_rewrite_is_reported_but_not_kept() {
+    // Against an incumbent of 1 ns every rewrite is longer: S+AD must report the incumbent,
+    // apply nothing, and say what the rewrite scheduled to.
+    let g = gpt(2, Parallel::new(1, 8, 1));
+    let p = pipeline(Decompose::Sequential, false);
+    let d = p.decompose(&g, 1).unwrap();
+    assert!(!d.selected.decompositions.is_empty(), "the selection chose nothing");
+    assert!(!d.kept);
+    assert_eq!(d.makespan_ns, 1);
+    assert!(d.applied().is_empty());
+    let (ns, k) = d.rejected().unwrap();
+    assert_eq!(ns, d.schedule.as_ref().unwrap().concerto().makespan_ns());
+    assert_eq!(k, d.selected.decompositions.len());
+    // Against an incumbent no rewrite can beat, the rewrite is kept and reported as measured.
+    let d2 = p.decompose(&g, u64::MAX).unwrap();
+    let measured = d2.schedule.as_ref().unwrap().concerto().makespan_ns();
+    assert!(d2.kept && d2.makespan_ns == measured && !d2.applied().is_empty());
+    assert!(d2.rejected().is_none());
+}
+
+#[test]
+fn fused_is_never_above_s() {
+    let g = gpt(
+        2,
+        Parallel {
+            zero: Zero::Stage3,
+            ..Parallel::new(8, 1, 1)
+        },
+    );
+    let r = pipeline(Decompose::Off, true).run(&g, &Silent).unwrap();
+    let f = r.fusion.as_ref().unwrap();
+    assert!(!f.fused.buckets.is_empty(), "no bucket to test");
+    assert!(f.makespan_ns <= r.s_ns());
+    assert_eq!(f.kept, f.schedule.concerto().makespan_ns() <= r.s_ns());
+    assert_rows_consistent(&r);
+}
+
+#[test]
+fn concerto_never_loses_to_a_baseline_and_reports_the_solver_apart() {
+    let g = gpt(2, Parallel::new(2, 4, 1));
+    let r = pipeline(Decompose::Off, false).run(&g, &Silent).unwrap();
+    let s = &r.schedule;
+    let c = s.concerto().makespan_ns();
+    for b in Scheduler::BASELINES {
+        assert!(c <= s.get(b).unwrap().makespan_ns(), "{b}");
+    }
+    assert!(c <= s.solver_plan.makespan_ns());
+    assert!(s.lower_bound_ns <= c);
+    assert_eq!(r.kept, Row::S);
+}
+
+#[test]
+fn joint_without_a_modal_solver_is_a_clear_error() {
+    let g = gpt(1, Parallel::new(1, 2, 1));
+    let mut p = pipeline(Decompose::Joint, false);
+    p.solvers.modal = None;
+    let e = p.run(&g, &Silent).unwrap_err().to_string();
+    assert!(e.contains("modal solver"), "{e}");
+}
