@@ -17,8 +17,9 @@
 pub mod milp;
 #[cfg(feature = "pumpkin")]
 pub mod pumpkin;
+/// The modal pumpkin backend under its earlier path: [`pumpkin::modal`].
 #[cfg(feature = "pumpkin")]
-pub mod pumpkin_modal;
+pub use pumpkin::modal as pumpkin_modal;
 
 use concerto_rcpsp::{Registry, RegistryError};
 
@@ -65,7 +66,7 @@ pub fn registry() -> Registry {
 }
 
 /// The modal solver (modes and start times together, [`concerto_rcpsp::ModalSolver`])
-/// registered under `name`: `pumpkin` (presence literals, see `pumpkin_modal`) or a MILP
+/// registered under `name`: `pumpkin` (presence literals, see `pumpkin::modal`) or a MILP
 /// backend (`microlp`, `highs`, `cbc`: mode binaries, see `milp::modal`). A backend this build
 /// lacks is [`RegistryError::NotCompiled`] naming its feature; a solver without a modal
 /// encoding (the `sgs` heuristic) or an unknown name is [`RegistryError::Unknown`] listing the
@@ -87,7 +88,7 @@ pub fn modal_solver(name: &str) -> Result<Box<dyn concerto_rcpsp::ModalSolver>, 
     };
     match name {
         #[cfg(feature = "pumpkin")]
-        "pumpkin" => Ok(Box::new(pumpkin_modal::PumpkinModal::default())),
+        "pumpkin" => Ok(Box::new(pumpkin::modal::PumpkinModal::default())),
         #[cfg(not(feature = "pumpkin"))]
         "pumpkin" => Err(missing("pumpkin")),
         #[cfg(feature = "microlp")]

@@ -426,6 +426,7 @@ mod tests {
         let cancel = CancelFlag::new();
         let limits = Limits {
             time_limit: Some(Duration::from_secs(9)),
+            work_limit: None,
             seed: 42,
             threads: 4,
             initial: Some(Schedule::new(vec![0])),

@@ -1,0 +1,232 @@
+//! A window's sub-problem: its activities with release dates and deadlines from everything
+//! outside, the outside activities that run meanwhile pinned, a sink carrying the time the
+//! current order needs after it, all in coarse time (see the parent module's docs).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use super::state::State;
+use super::RESOLUTION;
+use crate::problem::{ActivityId, Problem, ProblemBuilder, ResourceId, Time};
+use crate::schedule::Schedule;
+use crate::solver::{Limits, Solver};
+
+/// Per resource, the activities sorted by start time, and the longest duration on it: the
+/// activities that overlap an interval are found by binary search.
+pub(super) struct TimeIndex {
+    by_start: Vec<Vec<(Time, ActivityId)>>,
+    longest: Vec<Time>,
+}
+
+impl TimeIndex {
+    pub(super) fn new(problem: &Problem, starts: &[Time]) -> Self {
+        let nr = problem.resources().len();
+        let mut by_start = vec![Vec::new(); nr];
+        let mut longest = vec![0; nr];
+        for a in problem.ids() {
+            for &(r, _) in problem.loads(a) {
+                by_start[r.index()].push((starts[a.index()], a));
+                longest[r.index()] = longest[r.index()].max(problem.duration(a));
+            }
+        }
+        for list in &mut by_start {
+            list.sort_unstable();
+        }
+        Self { by_start, longest }
+    }
+
+    /// Activities using `r` that may overlap `[from, until)` (a superset; the caller filters).
+    fn candidates(&self, r: ResourceId, from: Time, until: Time) -> &[(Time, ActivityId)] {
+        let list = &self.by_start[r.index()];
+        let lo = list.partition_point(|&(s, _)| s < from - self.longest[r.index()]);
+        let hi = list.partition_point(|&(s, _)| s < until);
+        &list[lo..hi.max(lo)]
+    }
+}
+
+/// A window's sub-problem and how to read its answer back.
+pub(super) struct Window {
+    sub: Problem,
+    members: Vec<ActivityId>,
+    initial: Schedule,
+    /// The sink's start in the initial schedule (what a new schedule must beat).
+    current: Time,
+    sink: ActivityId,
+    base: Time,
+    unit: Time,
+}
+
+impl Window {
+    /// The sub-problem of positions `[a, b)` (see the module docs); `None` when coarse time
+    /// leaves some activity no room.
+    pub(super) fn build(
+        problem: &Problem,
+        state: &State<'_>,
+        index: &TimeIndex,
+        a: usize,
+        b: usize,
+    ) -> Option<Self> {
+        let starts = state.decoder.starts();
+        let makespan = state.makespan;
+        let members: Vec<ActivityId> = state.order[a..b].to_vec();
+        let mut local = BTreeMap::new();
+        for (k, &j) in members.iter().enumerate() {
+            local.insert(j, k);
+        }
+        let finish = |j: ActivityId| starts[j.index()] + problem.duration(j);
+        let base = members.iter().map(|&j| starts[j.index()]).min()?;
+        let span = members.iter().map(|&j| finish(j)).max()? - base;
+        let mut release = Vec::with_capacity(members.len());
+        let mut deadline = Vec::with_capacity(members.len());
+        let mut tail = Vec::with_capacity(members.len());
+        for &j in &members {
+            let outside = |arc: &&crate::problem::Arc| !local.contains_key(&arc.activity);
+            let r = problem
+                .predecessors(j)
+                .iter()
+                .filter(outside)
+                .map(|arc| finish(arc.activity) + arc.lag)
+                .max()
+                .unwrap_or(0)
+                .max(problem.release(j))
+                .max(base);
+            let mut d = (finish(j) + span).min(makespan);
+            if let Some(g) = problem.deadline(j) {
+                d = d.min(g);
+            }
+            let mut q: Time = 0;
+            for arc in problem.successors(j).iter().filter(outside) {
+                d = d.min(starts[arc.activity.index()] - arc.lag);
+                q = q.max(arc.lag + makespan - state.latest[arc.activity.index()]);
+            }
+            release.push(r);
+            deadline.push(d);
+            tail.push(q);
+        }
+        let end = *deadline.iter().max()?;
+
+        // Time unit: about RESOLUTION units across [base, end). Every time is floored: then
+        // the current schedule, floored, satisfies every constraint of the sub-problem
+        // (floor(s) + floor(d) <= floor(s + d)), so it is the warm start, and the sub-problem
+        // is a relaxation; its answer is only used for its order.
+        let unit = ((end - base) / RESOLUTION).max(1);
+        let down = |t: Time| t.div_euclid(unit);
+        let at = |j: ActivityId| down(starts[j.index()] - base);
+
+        let mut builder = ProblemBuilder::new();
+        let res: Vec<ResourceId> = problem
+            .resources()
+            .iter()
+            .map(|r| builder.resource(r.name.clone(), r.capacity))
+            .collect();
+        let mut ids = Vec::with_capacity(members.len());
+        let mut initial = Vec::new();
+        for (k, &j) in members.iter().enumerate() {
+            let id = builder.activity(format!("w{k}"), down(problem.duration(j)));
+            builder.release(id, down(release[k] - base));
+            builder.deadline(id, down(deadline[k] - base));
+            for &(r, q) in problem.loads(j) {
+                builder.demand(id, res[r.index()], q);
+            }
+            ids.push(id);
+            initial.push(at(j));
+        }
+        // Everything outside that runs during [base, end) on the members' resources, pinned.
+        let mut resources: Vec<ResourceId> = members
+            .iter()
+            .flat_map(|&j| problem.loads(j).iter().map(|&(r, _)| r))
+            .collect();
+        resources.sort_unstable();
+        resources.dedup();
+        let mut blockers: Vec<ActivityId> = resources
+            .iter()
+            .flat_map(|&r| index.candidates(r, base, end))
+            .map(|&(_, f)| f)
+            .filter(|&f| !local.contains_key(&f) && finish(f) > base && problem.duration(f) > 0)
+            .collect();
+        blockers.sort_unstable();
+        blockers.dedup();
+        let mut blocker_end: Time = 0;
+        for (k, &f) in blockers.iter().enumerate() {
+            // The part from `base` on, floored like everything else.
+            let from = starts[f.index()].max(base) - base;
+            let length = down(finish(f) - base - from);
+            let id = builder.activity(format!("b{k}"), length);
+            builder.release(id, down(from));
+            builder.deadline(id, down(from) + length);
+            for &(r, q) in problem.loads(f) {
+                builder.demand(id, res[r.index()], q);
+            }
+            initial.push(down(from));
+            blocker_end = blocker_end.max(down(from) + length);
+        }
+        // Tails: only those within a window's length of the largest can define the maximum.
+        let shift = (tail.iter().copied().max().unwrap_or(0) - (end - base)).max(0);
+        let sink = builder.activity("end", 0);
+        let mut sink_start = blocker_end;
+        for (k, &j) in members.iter().enumerate() {
+            let lag = down((tail[k] - shift).max(0)) + blocker_end;
+            builder.precedence_with_lag(ids[k], sink, lag);
+            sink_start = sink_start.max(initial[k] + down(problem.duration(j)) + lag);
+            for arc in problem.successors(j) {
+                if let Some(&m) = local.get(&arc.activity) {
+                    builder.precedence_with_lag(ids[k], ids[m], down(arc.lag));
+                }
+            }
+        }
+        initial.push(sink_start);
+        let sub = builder.build().ok()?;
+        let initial = Schedule::new(initial);
+        debug_assert!(
+            crate::check::check(&sub, &initial).is_ok(),
+            "the floored current schedule satisfies the window"
+        );
+        Some(Window {
+            current: sink_start,
+            initial,
+            sub,
+            members,
+            sink,
+            base,
+            unit,
+        })
+    }
+
+    /// Solves the window; returns its members' new starts (real time) if the sink moved
+    /// earlier.
+    pub(super) fn solve(
+        &self,
+        inner: &dyn Solver,
+        limits: &Limits,
+        window_limit: Duration,
+    ) -> Option<Vec<(ActivityId, Time)>> {
+        let time = window_limit;
+        let outcome = inner
+            .solve(
+                &self.sub,
+                &Limits {
+                    time_limit: Some(time),
+                    work_limit: None,
+                    seed: limits.seed,
+                    threads: 1,
+                    initial: Some(self.initial.clone()),
+                    upper_bound: None,
+                    cancel: limits.cancel.clone(),
+                },
+            )
+            // A window the inner solver cannot take (too large for its number types, say) is
+            // left as it is.
+            .ok()?;
+        let schedule = outcome.schedule?;
+        if schedule.start(self.sink) >= self.current {
+            return None;
+        }
+        Some(
+            self.members
+                .iter()
+                .enumerate()
+                .map(|(k, &j)| (j, self.base + schedule.starts()[k] * self.unit))
+                .collect(),
+        )
+    }
+}
