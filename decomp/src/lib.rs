@@ -20,6 +20,7 @@ mod error;
 pub mod fuse;
 pub mod joint;
 pub mod rewrite;
+mod rewritten;
 pub mod ring;
 pub mod rules;
 pub mod select;

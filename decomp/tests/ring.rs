@@ -170,6 +170,12 @@ proptest! {
                 prop_assert_eq!(ring.ranks, p);
                 let rows = |op: &Op, j: u32| chunk(op, Axis::Rows, p, j, None);
                 let r = rewrite(&g, &ring, &rows).expect("a found ring rewrites (and checks)");
+                // The context dispatch of the loop decomposition hands a ring to the same
+                // rewrite.
+                let again = concerto_decomp::rewrite::rewrite(&g, &ring.context(), &rows)
+                    .expect("the dispatch rewrites a found ring");
+                prop_assert_eq!(&again.origin, &r.origin);
+                prop_assert!(again.graph.ops().eq(r.graph.ops()));
                 prop_assert_eq!(r.origin.len(), r.graph.len());
                 prop_assert!(r.graph.find(&name).is_none());
                 let steps = r

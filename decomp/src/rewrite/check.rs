@@ -1,0 +1,385 @@
+//! The graph-invariant check of a loop decomposition, written apart from [`super::rewrite`]'s
+//! code paths.
+
+use concerto_graph::{Graph, Op, OpId, OpKind};
+
+use super::describe;
+use crate::error::DecompError;
+use crate::rewritten::{copy_difference, Origin, Rewritten};
+
+/// How an original op is covered in a rewritten graph.
+#[derive(Clone, Debug, Default)]
+struct Cover {
+    copy: Option<OpId>,
+    chunks: Vec<Option<OpId>>,
+    join: Option<OpId>,
+}
+
+/// Checks that `rewritten` is a decomposition of `original`; each failure is a
+/// [`DecompError::CheckFailed`] naming the ops involved:
+///
+/// - (a) `origin` has one entry per new op, each naming an op of `original`;
+/// - (b) every edge of the new graph goes forward in program order (a DAG whose program order
+///   is topological);
+/// - (c) every original op is covered exactly once: by one copy and no chunk or join, or by
+///   chunks `0..n` (one each, all with the same `n`) and at most one join; an original op read
+///   by nothing (a graph output) that is chunked has its join;
+/// - (d) work is conserved: a copy equals the original (name, kind, outputs, duration
+///   override); chunks are the same kind of op as the original (the same compute class; the
+///   same collective, group and link); the chunks' flops add up to the original's within `n`
+///   (rounding); their bytes add up to at least the original's less `n`, and no chunk moves
+///   more bytes than the whole op (a GEMM chunk re-reads the whole weight, so the total may
+///   exceed the original's); a collective's chunks' bytes add up to between the original's
+///   and `n` more;
+/// - (e) every original dependency `p -> c` is kept by a direct edge into each new op `x`
+///   representing `c` (its copy or any of its chunks): from the copy of `p` if `p` is copied,
+///   from chunk `i` of `p` if both are chunked and `x` is chunk `i`, and from the join of `p`
+///   if `p` is chunked and `c` copied (the join must exist); edges from a copy or a join read
+///   the original edge's output index;
+/// - (f) each join is a compute op with the original's outputs and reads every chunk of its
+///   op.
+///
+/// It shares no logic with [`rewrite`] (only the helper that names ops in messages). Cost:
+/// O(ops + deps) of both graphs (plus sorting each op's inputs).
+///
+/// [`rewrite`]: super::rewrite
+pub fn check(original: &Graph, rewritten: &Rewritten) -> Result<(), DecompError> {
+    check_inner(original, rewritten).map_err(|reason| DecompError::CheckFailed { reason })
+}
+
+fn check_inner(original: &Graph, rewritten: &Rewritten) -> Result<(), String> {
+    let g = &rewritten.graph;
+    let origin = &rewritten.origin;
+    let new = |x: OpId| describe(g, x);
+    let old = |o: OpId| describe(original, o);
+
+    // (a) and (c): origins, and how each original op is covered.
+    if origin.len() != g.len() {
+        return Err(format!(
+            "{} origins for the {} ops of the rewritten graph",
+            origin.len(),
+            g.len()
+        ));
+    }
+    let mut cover = vec![Cover::default(); original.len()];
+    for x in g.ids() {
+        let o = origin[x.0].op();
+        if o.0 >= original.len() {
+            return Err(format!(
+                "{} comes from op #{}, but the original graph has {} ops",
+                new(x),
+                o.0,
+                original.len()
+            ));
+        }
+        let c = &mut cover[o.0];
+        match origin[x.0] {
+            Origin::Copy(_) => {
+                if let Some(y) = c.copy {
+                    return Err(format!(
+                        "{} is copied twice: {} and {}",
+                        old(o),
+                        new(y),
+                        new(x)
+                    ));
+                }
+                if !c.chunks.is_empty() || c.join.is_some() {
+                    return Err(format!(
+                        "{} is both copied ({}) and chunked",
+                        old(o),
+                        new(x)
+                    ));
+                }
+                c.copy = Some(x);
+            }
+            Origin::Chunk { index, n, .. } => {
+                if let Some(y) = c.copy {
+                    return Err(format!(
+                        "{} is both copied ({}) and chunked ({})",
+                        old(o),
+                        new(y),
+                        new(x)
+                    ));
+                }
+                if index >= n || n as usize > g.len() {
+                    return Err(format!(
+                        "{} claims to be chunk {index} of {n} of {}",
+                        new(x),
+                        old(o)
+                    ));
+                }
+                if c.chunks.is_empty() {
+                    c.chunks = vec![None; n as usize];
+                } else if c.chunks.len() != n as usize {
+                    return Err(format!(
+                        "the chunks of {} disagree on their count: {} and {n} ({})",
+                        old(o),
+                        c.chunks.len(),
+                        new(x)
+                    ));
+                }
+                if let Some(y) = c.chunks[index as usize] {
+                    return Err(format!(
+                        "{} has chunk {index} twice: {} and {}",
+                        old(o),
+                        new(y),
+                        new(x)
+                    ));
+                }
+                c.chunks[index as usize] = Some(x);
+            }
+            Origin::Join(_) => {
+                if let Some(y) = c.copy {
+                    return Err(format!(
+                        "{} is copied ({}) and has a join ({})",
+                        old(o),
+                        new(y),
+                        new(x)
+                    ));
+                }
+                if let Some(y) = c.join {
+                    return Err(format!(
+                        "{} has two joins: {} and {}",
+                        old(o),
+                        new(y),
+                        new(x)
+                    ));
+                }
+                c.join = Some(x);
+            }
+            Origin::Step { .. } | Origin::Accumulate { .. } => {
+                return Err(format!(
+                    "{} is a ring step of {}, which a split rewrite never makes",
+                    new(x),
+                    old(o)
+                ));
+            }
+        }
+    }
+    for o in original.ids() {
+        let c = &cover[o.0];
+        if c.copy.is_none() && c.chunks.is_empty() {
+            return Err(match c.join {
+                Some(j) => format!("{} has a join ({}) but no chunks", old(o), new(j)),
+                None => format!("{} is neither copied nor chunked", old(o)),
+            });
+        }
+        if let Some(i) = c.chunks.iter().position(Option::is_none) {
+            return Err(format!(
+                "chunk {i} of {} of {} is missing",
+                c.chunks.len(),
+                old(o)
+            ));
+        }
+        if !c.chunks.is_empty() && c.join.is_none() && original.successors(o).is_empty() {
+            return Err(format!(
+                "{} is a graph output, chunked, and has no join",
+                old(o)
+            ));
+        }
+    }
+
+    // (b): edges go forward.
+    let ins: Vec<Vec<(OpId, usize)>> = g.ids().map(|x| g.inputs(x)).collect();
+    for x in g.ids() {
+        if let Some(&(p, _)) = ins[x.0].iter().find(|(p, _)| *p >= x) {
+            return Err(format!(
+                "edge {} -> {} does not go forward in program order",
+                new(p),
+                new(x)
+            ));
+        }
+    }
+
+    // (d): work.
+    for o in original.ids() {
+        let op = original.op(o);
+        let c = &cover[o.0];
+        if let Some(x) = c.copy {
+            let y = g.op(x);
+            let differs = copy_difference(op, y);
+            if let Some(what) = differs {
+                return Err(format!(
+                    "the copy {} of {} differs in its {what}",
+                    new(x),
+                    old(o)
+                ));
+            }
+        } else {
+            let chunks: Vec<(OpId, &Op)> =
+                c.chunks.iter().flatten().map(|&x| (x, g.op(x))).collect();
+            conserved(op, &chunks, &new).map_err(|e| format!("{}: {e}", old(o)))?;
+        }
+    }
+
+    // (e): every original dependency, by a direct edge.
+    let has_edge = |x: OpId, y: OpId, tensor: Option<usize>| -> bool {
+        let v = &ins[x.0];
+        match tensor {
+            Some(t) => v.binary_search(&(y, t)).is_ok(),
+            None => {
+                let k = v.partition_point(|e| e.0 < y);
+                v.get(k).is_some_and(|e| e.0 == y)
+            }
+        }
+    };
+    for c in original.ids() {
+        let cc = &cover[c.0];
+        let reps: Vec<(OpId, Option<usize>)> = match cc.copy {
+            Some(x) => vec![(x, None)],
+            None => cc
+                .chunks
+                .iter()
+                .flatten()
+                .enumerate()
+                .map(|(i, &x)| (x, Some(i)))
+                .collect(),
+        };
+        for (p, t) in original.inputs(c) {
+            let pc = &cover[p.0];
+            for &(x, i) in &reps {
+                let (y, tensor) = match (pc.copy, i) {
+                    (Some(y), _) => (y, Some(t)),
+                    (None, Some(i)) => match pc.chunks.get(i).copied().flatten() {
+                        Some(y) => (y, None),
+                        None => {
+                            return Err(format!(
+                                "chunk {} of {} reads {}, which has no chunk {i}",
+                                new(x),
+                                old(c),
+                                old(p)
+                            ))
+                        }
+                    },
+                    (None, None) => match pc.join {
+                        Some(j) => (j, Some(t)),
+                        None => {
+                            return Err(format!(
+                                "the copy {} of {} reads the chunked {}, which has no join",
+                                new(x),
+                                old(c),
+                                old(p)
+                            ))
+                        }
+                    },
+                };
+                if !has_edge(x, y, tensor) {
+                    let what = tensor.map_or(String::new(), |t| format!(" (output {t})"));
+                    return Err(format!(
+                        "the dependency {} -> {} is lost: no edge {} -> {}{what}",
+                        old(p),
+                        old(c),
+                        new(y),
+                        new(x)
+                    ));
+                }
+            }
+        }
+    }
+
+    // (f): joins.
+    for o in original.ids() {
+        let c = &cover[o.0];
+        let Some(j) = c.join else { continue };
+        let op = g.op(j);
+        if !matches!(op.kind, OpKind::Compute { .. }) || op.outputs != original.op(o).outputs {
+            return Err(format!(
+                "the join {} of {} is not a compute op with the original's outputs",
+                new(j),
+                old(o)
+            ));
+        }
+        if let Some(&x) = c.chunks.iter().flatten().find(|&&x| !has_edge(j, x, None)) {
+            return Err(format!(
+                "the join {} of {} does not read its chunk {}",
+                new(j),
+                old(o),
+                new(x)
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Work conservation of `op`'s chunks (rule (d) of [`check`]).
+fn conserved(op: &Op, chunks: &[(OpId, &Op)], new: &dyn Fn(OpId) -> String) -> Result<(), String> {
+    let n = chunks.len() as u128;
+    match &op.kind {
+        OpKind::Compute {
+            class,
+            flops,
+            bytes,
+            ..
+        } => {
+            let (mut fs, mut bs) = (0u128, 0u128);
+            for &(x, ch) in chunks {
+                match &ch.kind {
+                    OpKind::Compute {
+                        class: k,
+                        flops: f,
+                        bytes: b,
+                        ..
+                    } if k == class => {
+                        if b > bytes {
+                            return Err(format!(
+                                "its chunk {} moves {b} bytes, more than the whole op's {bytes}",
+                                new(x)
+                            ));
+                        }
+                        fs += u128::from(*f);
+                        bs += u128::from(*b);
+                    }
+                    _ => {
+                        return Err(format!(
+                            "its chunk {} is not a {class:?} compute op",
+                            new(x)
+                        ))
+                    }
+                }
+            }
+            let (f, b) = (u128::from(*flops), u128::from(*bytes));
+            if fs + n < f || fs > f + n {
+                return Err(format!(
+                    "its {n} chunks do {fs} flops in total, not {f} (give or take {n})"
+                ));
+            }
+            if bs + n < b {
+                return Err(format!(
+                    "its {n} chunks move {bs} bytes in total, less than its {b}"
+                ));
+            }
+        }
+        OpKind::Collective {
+            kind,
+            bytes,
+            group,
+            link,
+        } => {
+            let mut s = 0u128;
+            for &(x, ch) in chunks {
+                match &ch.kind {
+                    OpKind::Collective {
+                        kind: k,
+                        bytes: b,
+                        group: gr,
+                        link: l,
+                    } if k == kind && gr == group && l == link => s += u128::from(*b),
+                    _ => {
+                        return Err(format!(
+                            "its chunk {} is not a {} over the same group and link",
+                            new(x),
+                            kind.as_str()
+                        ))
+                    }
+                }
+            }
+            let b = u128::from(*bytes);
+            if s < b || s > b + n {
+                return Err(format!(
+                    "its {n} chunks communicate {s} bytes in total, not {b} (up to {n} more)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,314 @@
+//! The independent check of a collective-matmul rewrite, written apart from
+//! [`super::rewrite`].
+
+use concerto_graph::{CollectiveKind, ComputeClass, Graph, OpId, OpKind};
+
+use super::{collective_of, gemm_of, Ring, RingPattern};
+use crate::error::DecompError;
+use crate::rewritten::{copy_difference, Origin, Rewritten};
+
+/// How an original op is covered in a rewritten graph.
+#[derive(Clone, Debug, Default)]
+struct Cover {
+    copy: Option<OpId>,
+    chunks: Vec<Option<OpId>>,
+    steps: Vec<Option<OpId>>,
+    accumulates: Vec<Option<OpId>>,
+    join: Option<OpId>,
+}
+
+/// Puts `x` at `index` of `slots` (sized `n` on first use); errors on a repeat or a mismatch.
+fn place(
+    slots: &mut Vec<Option<OpId>>,
+    index: u32,
+    n: u32,
+    x: OpId,
+    what: &str,
+) -> Result<(), String> {
+    if index >= n {
+        return Err(format!("#{} claims to be {what} {index} of {n}", x.0));
+    }
+    if slots.is_empty() {
+        *slots = vec![None; n as usize];
+    } else if slots.len() != n as usize {
+        return Err(format!(
+            "#{} counts {n} {what}s, an earlier one {}",
+            x.0,
+            slots.len()
+        ));
+    }
+    match slots[index as usize] {
+        Some(y) => Err(format!("{what} {index} twice: #{} and #{}", y.0, x.0)),
+        None => {
+            slots[index as usize] = Some(x);
+            Ok(())
+        }
+    }
+}
+
+/// Checks that `rewritten` is `ring` applied to `original`; each failure is a
+/// [`DecompError::CheckFailed`] naming the ops:
+///
+/// - (a) one origin per new op, naming an op of `original`;
+/// - (b) every edge goes forward in program order (a DAG);
+/// - (c) coverage: every op but the two is copied exactly once and nothing else; the GEMM has
+///   chunks `0..P` and one join, no copy; the collective has steps `0..P-1`, no copy and no
+///   chunk; an all-gather has no accumulate and at most one join, a reduce-scatter
+///   accumulates `0..P-1` and no join;
+/// - (d) work: copies equal their originals; the chunks are GEMMs with the original's `b`,
+///   `n` and `k`, rows adding up to its `m`, flops to its flops (give or take `P`); each step
+///   is a send-recv on the collective's group and link of one shard (the all-gather's bytes
+///   over `P`, the reduce-scatter's bytes), outputs the shard; each accumulate an element-wise
+///   op with the reduce-scatter's outputs;
+/// - (e) dependencies, each by a direct edge: an original edge between copied ops; an edge
+///   from the GEMM or the collective to a copied op from its result (the GEMM's join; the
+///   all-gather's join, which must then exist; the reduce-scatter's last accumulate); the
+///   GEMM's other inputs into every chunk; the all-gather's input into its first step, its
+///   chunk 0 and its join; step `j` into step `j + 1` (all-gather) and into chunk `j + 1`;
+///   for a reduce-scatter chunk 0 into step 0, step `j` and chunk `j + 1` into accumulate `j`,
+///   accumulate `j` into step `j + 1`; a join reads every chunk (the all-gather's: its input
+///   and every step).
+pub fn check(original: &Graph, ring: &Ring, rewritten: &Rewritten) -> Result<(), DecompError> {
+    check_inner(original, ring, rewritten).map_err(|reason| DecompError::CheckFailed { reason })
+}
+
+fn check_inner(original: &Graph, ring: &Ring, rw: &Rewritten) -> Result<(), String> {
+    let g = &rw.graph;
+    let (c, m, p) = (ring.collective, ring.gemm, ring.ranks);
+    let name = |x: OpId| format!("`{}` (#{})", g.op(x).name, x.0);
+    let old = |o: OpId| format!("`{}` (#{})", original.op(o).name, o.0);
+    if c.0 >= original.len() || m.0 >= original.len() || c == m || p < 2 {
+        return Err(format!(
+            "the ring names ops #{} and #{} of {} ranks",
+            c.0, m.0, p
+        ));
+    }
+    // (a), (c): origins and coverage.
+    if rw.origin.len() != g.len() {
+        return Err(format!("{} origins for {} ops", rw.origin.len(), g.len()));
+    }
+    let mut cover = vec![Cover::default(); original.len()];
+    for x in g.ids() {
+        let o = rw.origin[x.0].op();
+        if o.0 >= original.len() {
+            return Err(format!("{} comes from op #{}, out of range", name(x), o.0));
+        }
+        let cv = &mut cover[o.0];
+        let ring_op = o == c || o == m;
+        match rw.origin[x.0] {
+            Origin::Copy(_) if !ring_op => {
+                if cv.copy.replace(x).is_some() {
+                    return Err(format!("{} is copied twice", old(o)));
+                }
+            }
+            Origin::Chunk { index, n, .. } if o == m && n == p => {
+                place(&mut cv.chunks, index, n, x, "chunk")?
+            }
+            Origin::Step { index, n, .. } if o == c && n == p - 1 => {
+                place(&mut cv.steps, index, n, x, "step")?
+            }
+            Origin::Accumulate { index, n, .. }
+                if o == c && n == p - 1 && ring.pattern == RingPattern::MatmulReduceScatter =>
+            {
+                place(&mut cv.accumulates, index, n, x, "accumulate")?
+            }
+            Origin::Join(_) if o == m || ring.pattern == RingPattern::AllGatherMatmul => {
+                if cv.join.replace(x).is_some() {
+                    return Err(format!("{} has two joins", old(o)));
+                }
+            }
+            other => {
+                return Err(format!(
+                    "{} has an origin {other:?} this ring does not make",
+                    name(x)
+                ))
+            }
+        }
+    }
+    for o in original.ids() {
+        let cv = &cover[o.0];
+        let complete =
+            |v: &[Option<OpId>], n: u32| v.len() == n as usize && v.iter().all(Option::is_some);
+        let ok = if o == m {
+            complete(&cv.chunks, p) && cv.join.is_some()
+        } else if o == c {
+            complete(&cv.steps, p - 1)
+                && (ring.pattern == RingPattern::AllGatherMatmul
+                    || complete(&cv.accumulates, p - 1))
+        } else {
+            cv.copy.is_some()
+        };
+        if !ok {
+            return Err(format!("{} is not covered completely", old(o)));
+        }
+    }
+    let at = |v: &[Option<OpId>], i: usize| v[i].expect("complete");
+    // (b): edges go forward.
+    let ins: Vec<Vec<(OpId, usize)>> = g.ids().map(|x| g.inputs(x)).collect();
+    for x in g.ids() {
+        if let Some(&(q, _)) = ins[x.0].iter().find(|(q, _)| *q >= x) {
+            return Err(format!("edge {} -> {} goes backward", name(q), name(x)));
+        }
+    }
+    let edge = |from: OpId, to: OpId, tensor: Option<usize>| -> Result<(), String> {
+        let found = ins[to.0]
+            .iter()
+            .any(|&(q, t)| q == from && tensor.is_none_or(|w| w == t));
+        if found {
+            Ok(())
+        } else {
+            Err(format!("no edge {} -> {}", name(from), name(to)))
+        }
+    };
+    // (d): work.
+    for o in original.ids() {
+        if let Some(x) = cover[o.0].copy {
+            if let Some(what) = copy_difference(original.op(o), g.op(x)) {
+                return Err(format!(
+                    "the copy {} of {} differs in its {what}",
+                    name(x),
+                    old(o)
+                ));
+            }
+        }
+    }
+    let whole = gemm_of(original.op(m)).ok_or_else(|| format!("{} is not a GEMM", old(m)))?;
+    let (mut rows, mut flops) = (0u64, 0u128);
+    for &x in cover[m.0].chunks.iter().flatten() {
+        let part =
+            gemm_of(g.op(x)).ok_or_else(|| format!("the chunk {} is not a GEMM", name(x)))?;
+        if (part.b, part.n, part.k) != (whole.b, whole.n, whole.k) {
+            return Err(format!(
+                "the chunk {} is not a row slice of {}",
+                name(x),
+                old(m)
+            ));
+        }
+        rows += part.m;
+        if let OpKind::Compute { flops: f, .. } = g.op(x).kind {
+            flops += u128::from(f);
+        }
+    }
+    let OpKind::Compute { flops: total, .. } = original.op(m).kind else {
+        unreachable!("a GEMM")
+    };
+    if rows != whole.m
+        || flops + u128::from(p) < u128::from(total)
+        || flops > u128::from(total) + u128::from(p)
+    {
+        return Err(format!(
+            "the chunks of {} do {rows} rows and {flops} flops, not {} and {total}",
+            old(m),
+            whole.m
+        ));
+    }
+    let (kind, bytes, group) =
+        collective_of(original.op(c)).ok_or_else(|| format!("{} is not a collective", old(c)))?;
+    let link = original.op(c).link();
+    let (expected_kind, shard_bytes) = match ring.pattern {
+        RingPattern::AllGatherMatmul => (CollectiveKind::AllGather, (bytes / u64::from(p)).max(1)),
+        RingPattern::MatmulReduceScatter => (CollectiveKind::ReduceScatter, bytes.max(1)),
+    };
+    if kind != expected_kind {
+        return Err(format!(
+            "{} is a {}, not a {}",
+            old(c),
+            kind.as_str(),
+            expected_kind.as_str()
+        ));
+    }
+    for &x in cover[c.0].steps.iter().flatten() {
+        let ok = g.op(x).link() == link
+            && matches!(g.op(x).kind, OpKind::Collective { kind: CollectiveKind::SendRecv, bytes: b, group: gr, .. } if b == shard_bytes && gr == group);
+        if !ok {
+            return Err(format!(
+                "the step {} is not a send-recv of {shard_bytes} bytes over {}'s group and link",
+                name(x),
+                old(c)
+            ));
+        }
+    }
+    for &x in cover[c.0].accumulates.iter().flatten() {
+        let ok = matches!(
+            g.op(x).kind,
+            OpKind::Compute {
+                class: ComputeClass::Elementwise,
+                ..
+            }
+        ) && g.op(x).outputs == original.op(c).outputs;
+        if !ok {
+            return Err(format!(
+                "the accumulate {} is not element-wise with {}'s outputs",
+                name(x),
+                old(c)
+            ));
+        }
+    }
+    // (e): dependencies.
+    let cm = &cover[m.0];
+    let cc = &cover[c.0];
+    let gemm_join = cm.join.expect("complete");
+    let result = |o: OpId| -> Result<OpId, String> {
+        if o == m {
+            Ok(gemm_join)
+        } else if o == c {
+            match ring.pattern {
+                RingPattern::AllGatherMatmul => cc
+                    .join
+                    .ok_or_else(|| format!("{} is read but has no join", old(c))),
+                RingPattern::MatmulReduceScatter => Ok(at(&cc.accumulates, p as usize - 2)),
+            }
+        } else {
+            Ok(cover[o.0].copy.expect("complete"))
+        }
+    };
+    for o in original.ids() {
+        for (q, t) in original.inputs(o) {
+            match (o == m || o == c, q == m || q == c) {
+                (false, _) => edge(result(q)?, result(o)?, Some(t))?,
+                (true, true) => {} // the ring's own edge, checked below
+                (true, false) if o == m => {
+                    for &x in cm.chunks.iter().flatten() {
+                        edge(result(q)?, x, Some(t))?;
+                    }
+                }
+                (true, false) => {
+                    // The all-gather's input: the first step, chunk 0 and the join read it.
+                    let src = result(q)?;
+                    edge(src, at(&cc.steps, 0), Some(t))?;
+                    edge(src, at(&cm.chunks, 0), Some(t))?;
+                    if let Some(j) = cc.join {
+                        edge(src, j, Some(t))?;
+                    }
+                }
+            }
+        }
+    }
+    for i in 0..p as usize {
+        edge(at(&cm.chunks, i), gemm_join, None)?;
+    }
+    match ring.pattern {
+        RingPattern::AllGatherMatmul => {
+            for j in 0..p as usize - 1 {
+                if j + 1 < p as usize - 1 {
+                    edge(at(&cc.steps, j), at(&cc.steps, j + 1), None)?;
+                }
+                edge(at(&cc.steps, j), at(&cm.chunks, j + 1), None)?;
+                if let Some(join) = cc.join {
+                    edge(at(&cc.steps, j), join, None)?;
+                }
+            }
+        }
+        RingPattern::MatmulReduceScatter => {
+            edge(at(&cm.chunks, 0), at(&cc.steps, 0), None)?;
+            for j in 0..p as usize - 1 {
+                edge(at(&cc.steps, j), at(&cc.accumulates, j), None)?;
+                edge(at(&cm.chunks, j + 1), at(&cc.accumulates, j), None)?;
+                if j + 1 < p as usize - 1 {
+                    edge(at(&cc.accumulates, j), at(&cc.steps, j + 1), None)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
