@@ -94,9 +94,16 @@ fn scale(x: u64, num: u64, den: u64) -> u64 {
     ((u128::from(x) * u128::from(num)) / u128::from(den)) as u64
 }
 
-/// Chunk `i` of `n` of `op` split along `axis` (name left to the caller). With `slowdown`
-/// set and `duration` the op's full duration, the chunk gets the duration override
-/// `ceil(duration * slowdown / n)` instead of the cost model.
+/// Chunk `i` of `n` of `op` split along `axis` (name left to the caller).
+///
+/// Duration override: with `slowdown = Some((factor, duration))`, `duration` the op's full
+/// duration, the chunk gets `ceil(duration * factor / n)` instead of the cost model (the
+/// paper's fixed slowdown). Without it, an op that carries its own `duration_ns` (measured,
+/// or read with a JSON graph) passes to the chunk the share of it that the chunk does along
+/// the axis: `ceil(duration_ns * e_i / e)`, `e_i` the chunk's part of the axis extent `e`
+/// ([`extent`], [`part`]), so the chunks of a split add up to the op's measured time (plus
+/// at most `n - 1` ns of rounding) rather than each costing all of it. An op without an
+/// override leaves its chunks to the cost model.
 pub fn chunk(op: &Op, axis: Axis, n: u32, i: u32, slowdown: Option<(f64, u64)>) -> Op {
     let mut c = op.clone();
     let full = extent(op, axis).unwrap_or(u64::from(n)).max(1);
@@ -131,10 +138,20 @@ pub fn chunk(op: &Op, axis: Axis, n: u32, i: u32, slowdown: Option<(f64, u64)>) 
             .map(|t| split_tensor(t, axis, n, i, full))
             .collect();
     }
-    if let Some((factor, duration)) = slowdown {
-        c.duration_ns = Some(((duration as f64) * factor / f64::from(n)).ceil().max(1.0) as u64);
-    }
+    c.duration_ns = match slowdown {
+        Some((factor, duration)) => {
+            Some(((duration as f64) * factor / f64::from(n)).ceil().max(1.0) as u64)
+        }
+        None => op.duration_ns.map(|d| share_ns(d, mine, full)),
+    };
     c
+}
+
+/// `ceil(d * mine / full)` ns, at least 1: the part of a duration `d` that a chunk doing
+/// `mine` of `full` units of work takes.
+fn share_ns(d: u64, mine: u64, full: u64) -> u64 {
+    let ns = (u128::from(d) * u128::from(mine)).div_ceil(u128::from(full.max(1)));
+    u64::try_from(ns).unwrap_or(u64::MAX).max(1)
 }
 
 /// Splits the dimension of `t` that holds the axis: the trailing one for cols, else the
@@ -159,7 +176,9 @@ fn split_tensor(t: &Tensor, axis: Axis, n: u32, i: u32, full: u64) -> Tensor {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use concerto_graph::{DType, Hardware, LinkClass};
+    use crate::rewrite::rewrite;
+    use crate::split::{Context, Family};
+    use concerto_graph::{DType, GraphBuilder, Hardware, LinkClass};
 
     #[test]
     fn gemm_chunks_keep_their_real_shape_and_cost_more_in_total() {
@@ -212,5 +231,91 @@ mod tests {
         assert_eq!(c.duration_ns, Some(400));
         assert_eq!(c.outputs[0].shape, vec![3, 16]);
         assert_eq!((0..3).map(|i| part(8, 3, i)).sum::<u64>(), 8);
+    }
+
+    /// `op` with a measured duration of `ns`.
+    fn timed(mut op: Op, ns: u64) -> Op {
+        op.duration_ns = Some(ns);
+        op
+    }
+
+    #[test]
+    fn chunks_share_a_measured_duration_instead_of_each_costing_all_of_it() {
+        // A JSON graph with measured durations: a GEMM of 4096 rows (9 ms), its all-reduce
+        // (4 ms) and a norm of 8 rows (800 ns) that reads it.
+        let g = GemmShape {
+            b: 1,
+            m: 4096,
+            n: 1024,
+            k: 1024,
+        };
+        let mut b = GraphBuilder::new("measured");
+        let fc = b.add(timed(Op::gemm("fc", g, DType::Bf16), 9_000_000), &[]);
+        let ar = b.add(
+            timed(
+                Op::collective(
+                    "ar",
+                    CollectiveKind::AllReduce,
+                    4096 * 1024 * 2,
+                    8,
+                    LinkClass::IntraNode,
+                )
+                .with_output(Tensor::new(vec![4096, 1024], DType::Bf16)),
+                4_000_000,
+            ),
+            &[fc],
+        );
+        b.add(
+            timed(
+                Op::compute("ln", ComputeClass::Norm, 10, 10)
+                    .with_output(Tensor::new(vec![8, 16], DType::Bf16)),
+                800,
+            ),
+            &[ar],
+        );
+        let graph = b.finish();
+        let ctx = Context {
+            collective: ar,
+            axis: Axis::Rows,
+            ops: vec![fc, ar],
+            n: 4,
+            family: Family::Split,
+        };
+        let r = rewrite(&graph, &ctx, &|op, i| chunk(op, Axis::Rows, 4, i, None)).unwrap();
+        let hw = Hardware::h100();
+        for (name, whole) in [("fc", 9_000_000), ("ar", 4_000_000)] {
+            let parts: Vec<u64> = (0..4)
+                .map(|i| {
+                    let c = r.graph.find(&format!("{name}/chunk{i}of4")).unwrap();
+                    hw.op_ns(r.graph.op(c))
+                })
+                .collect();
+            assert_eq!(parts, vec![whole / 4; 4], "{name}");
+        }
+        // Untouched ops keep their override.
+        let ln = r.graph.find("ln").unwrap();
+        assert_eq!(r.graph.op(ln).duration_ns, Some(800));
+        // An uneven split: 8 rows in 3 chunks of 3, 3 and 2 rows share 800 ns as 300, 300
+        // and 200.
+        let ln_op = graph.op(graph.find("ln").unwrap());
+        let d: Vec<_> = (0..3)
+            .map(|i| chunk(ln_op, Axis::Rows, 3, i, None).duration_ns)
+            .collect();
+        assert_eq!(d, vec![Some(300), Some(300), Some(200)]);
+        // Rounding goes up, never to 0.
+        let tiny = timed(
+            Op::compute("t", ComputeClass::Elementwise, 1, 1)
+                .with_output(Tensor::new(vec![3, 4], DType::Bf16)),
+            1,
+        );
+        assert_eq!(chunk(&tiny, Axis::Rows, 3, 2, None).duration_ns, Some(1));
+        // A fixed slowdown replaces the override; without an override the cost model decides.
+        assert_eq!(
+            chunk(ln_op, Axis::Rows, 3, 0, Some((1.5, 800))).duration_ns,
+            Some(400)
+        );
+        let free = Op::compute("f", ComputeClass::Norm, 10, 10)
+            .with_output(Tensor::new(vec![8, 16], DType::Bf16));
+        assert_eq!(chunk(&free, Axis::Rows, 2, 0, None).duration_ns, None);
     }
 }
