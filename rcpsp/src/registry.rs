@@ -96,9 +96,11 @@ pub struct SolverInfo {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegistryError {
-    /// The solver exists but this program was built without it.
+    /// The solver exists but this program was built without it. The message says which
+    /// cargo feature to enable: on the `concerto` crate (or on `crate_name`, for a program
+    /// that depends on it directly), and only then how to rebuild the `concerto` command line.
     #[error(
-        "solver `{name}` is not compiled into this program: rebuild with the cargo feature `{feature}` of `{crate_name}` (for the command line: `cargo build --release -p concerto-cli --features {feature}`)"
+        "solver `{name}` is not compiled into this program: enable the cargo feature `{feature}` of the `concerto` crate (or of `{crate_name}` when depending on it directly), e.g. `cargo add concerto --features {feature}`; for the `concerto` command line, rebuild it with `cargo build --release -p concerto-cli --features {feature}`"
     )]
     NotCompiled {
         /// The name asked for.
@@ -289,7 +291,15 @@ mod tests {
         r.register_missing("highs", "HiGHS MILP", "concerto-backends", "highs");
         assert_eq!(r.get("sgs").unwrap().name(), "sgs");
         let err = r.get("highs").err().unwrap();
-        assert!(err.to_string().contains("`highs`"), "{err}");
+        let text = err.to_string();
+        assert!(text.contains("`highs`"), "{err}");
+        // A library user is told about the crate feature first, the command line second.
+        let library = text
+            .find("feature `highs` of the `concerto` crate")
+            .expect("crate");
+        let cli = text.find("--features highs").expect("command line");
+        assert!(library < cli, "{err}");
+        assert!(text.contains("`concerto-backends`"), "{err}");
         assert!(
             matches!(err, RegistryError::NotCompiled { ref feature, .. } if feature == "highs")
         );
