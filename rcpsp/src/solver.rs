@@ -44,6 +44,27 @@ impl CancelFlag {
 }
 
 /// What a solve may use and start from.
+///
+/// Built from [`Limits::default`] (no limit, seed 0, one thread) with the setters:
+///
+/// ```
+/// use std::time::Duration;
+/// use concerto_rcpsp::{CancelFlag, Limits};
+///
+/// let cancel = CancelFlag::new();
+/// let limits = Limits::default()
+///     .time_limit(Duration::from_secs(10))
+///     .work_limit(20_000)
+///     .seed(7)
+///     .threads(2)
+///     .upper_bound(120)
+///     .cancel(cancel.clone());
+/// assert_eq!(limits.time_limit, Some(Duration::from_secs(10)));
+/// assert_eq!((limits.work_limit, limits.seed, limits.threads), (Some(20_000), 7, 2));
+/// assert_eq!(limits.upper_bound, Some(120));
+/// cancel.cancel();
+/// assert!(limits.cancel.is_some_and(|c| c.is_cancelled()));
+/// ```
 #[derive(Clone, Debug)]
 pub struct Limits {
     /// Wall-clock budget. `None`: run until the solver's own criterion (proof, or a work
@@ -90,15 +111,46 @@ impl Limits {
         }
     }
 
+    /// Sets the wall-clock budget (see [`Limits::time_limit`](#structfield.time_limit)).
+    pub fn time_limit(mut self, time_limit: Duration) -> Self {
+        self.time_limit = Some(time_limit);
+        self
+    }
+
+    /// Sets the deterministic work budget (see [`Limits::work_limit`](#structfield.work_limit)).
+    pub fn work_limit(mut self, work_limit: u64) -> Self {
+        self.work_limit = Some(work_limit);
+        self
+    }
+
     /// Sets the seed.
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
         self
     }
 
+    /// Sets the number of worker threads (0 is rejected by [`Limits::validate`]).
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = threads;
+        self
+    }
+
     /// Sets the starting schedule.
     pub fn initial(mut self, schedule: Schedule) -> Self {
         self.initial = Some(schedule);
+        self
+    }
+
+    /// Sets a makespan known to be achievable (see
+    /// [`Limits::upper_bound`](#structfield.upper_bound)).
+    pub fn upper_bound(mut self, upper_bound: Time) -> Self {
+        self.upper_bound = Some(upper_bound);
+        self
+    }
+
+    /// Sets the cancel flag.
+    pub fn cancel(mut self, cancel: CancelFlag) -> Self {
+        self.cancel = Some(cancel);
         self
     }
 
