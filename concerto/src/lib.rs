@@ -1,3 +1,176 @@
 //! # concerto
 //!
-//! Schedule distributed deep-learning training steps as exact optimisation problems.
+//! Schedule distributed deep-learning training steps as exact optimisation problems: the
+//! order of compute and collective ops on a GPU's streams is a resource-constrained project
+//! scheduling problem (RCPSP), solved by exact backends, window by window for large graphs,
+//! jointly with the decomposition of the computation around collectives (after Cheng et al.,
+//! "Concerto", ASPLOS 2025).
+//!
+//! This crate is the one a user adds: it re-exports every Concerto crate under a short path
+//! and the items used most at its root.
+//!
+//! | path | crate | what |
+//! |---|---|---|
+//! | [`rcpsp`] | `concerto-rcpsp` | the RCPSP model, the independent [`check`], lower bounds, heuristics, the [`Solver`] trait, the windowed odd-even driver, PSPLIB readers |
+//! | [`backends`] | `concerto-backends` | exact solvers by cargo feature: `pumpkin` (CP), `microlp`, `highs`, `cbc` (MILP) |
+//! | [`graph`] | `concerto-graph` | the training-step graph IR, hardware cost models, model builders, lowering, stream plans, the simulator |
+//! | [`decomp`] | `concerto-decomp` | critical collectives, SPMD split rules, decompositions, collective fusion |
+//! | [`extract`] | `concerto-extract` | importers (XLA HLO text) |
+//! | [`pipeline`] | `concerto-pipeline` | the optimisation pipeline: schedule, decomposition, joint mode, with typed reports |
+//! | `testing` | (feature `testing`) | a conformance kit for [`Solver`]s: proptest strategies and one-call checks |
+//!
+//! ## Walkthrough
+//!
+//! ### 1. Solve a PSPLIB instance with two backends
+//!
+//! [`rcpsp::io`] reads PSPLIB `.sm` files (and Patterson `.rcp`, and Concerto's JSON);
+//! [`registry()`] finds every backend by name. Every schedule goes through [`check`], which
+//! shares no code with any solver. The instance is a small hand-made one in PSPLIB format
+//! (`src/walkthrough.sm`: six jobs on two renewable resources): the MILP backend `microlp`
+//! is pure Rust and fine on a handful of activities, slow on PSPLIB's j30.
+//!
+//! ```
+//! use concerto::rcpsp::io::psplib;
+//! use concerto::{check, lower_bound, registry, Limits, Status};
+//! use std::time::Duration;
+//!
+//! let problem = psplib::parse(include_str!("walkthrough.sm"), "walkthrough.sm")?;
+//! assert_eq!(problem.len(), 8); // six jobs and PSPLIB's dummy source and sink
+//!
+//! let registry = registry();
+//! let limits = Limits::with_time_limit(Duration::from_secs(30)).seed(1);
+//! let mut optima = Vec::new();
+//! for name in ["pumpkin", "microlp"] {
+//!     // A build without a backend's feature gets an error naming the feature to enable.
+//!     let solver = match registry.get(name) {
+//!         Ok(solver) => solver,
+//!         Err(not_compiled) => {
+//!             eprintln!("{not_compiled}");
+//!             continue;
+//!         }
+//!     };
+//!     let outcome = solver.solve(&problem, &limits)?;
+//!     let schedule = outcome.schedule.as_ref().expect("a schedule");
+//!     let makespan = check(&problem, schedule)?; // the independent check
+//!     assert_eq!(outcome.status, Status::Optimal, "{name}");
+//!     assert_eq!(Some(makespan), outcome.makespan);
+//!     optima.push(makespan);
+//! }
+//! // Both prove the same optimum, above the critical path (7): the second resource carries
+//! // 10 units of work at capacity 1.
+//! assert!(optima.windows(2).all(|w| w[0] == w[1]));
+//! assert!(optima.iter().all(|&m| m >= lower_bound(&problem).value && m >= 10));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ### 2. Write a stream plan and read it back
+//!
+//! A stream plan is what a GPU runs: the FIFO order of ops on each stream and the
+//! cross-stream waits. Here a training step's graph is lowered to an RCPSP (one unit resource
+//! per stream), solved exactly, turned into a plan, written as JSON and read back; the
+//! simulator times the plan, and the plan read back times the same.
+//!
+//! ```
+//! use concerto::graph::{lower, CollectiveKind, ComputeClass, DType, GemmShape, LinkClass};
+//! use concerto::graph::{Graph, GraphBuilder, Hardware, Op, StreamPlan};
+//! use concerto::{check, registry, simulate, Limits, Status};
+//! use std::time::Duration;
+//!
+//! // Backward of two layers: each weight gradient is all-reduced over 8 GPUs of a node.
+//! let mut b = GraphBuilder::new("two-layers");
+//! let shape = GemmShape { b: 1, m: 4096, n: 4096, k: 4096 };
+//! let ar = |name: &str| {
+//!     Op::collective(name, CollectiveKind::AllReduce, 32 << 20, 8, LinkClass::IntraNode)
+//! };
+//! let adam = |name: &str| Op::compute(name, ComputeClass::Elementwise, 0, 256 << 20);
+//! let g1 = b.add(Op::gemm("layer1.wgrad", shape, DType::Bf16), &[]);
+//! let ar1 = b.add(ar("layer1.allreduce"), &[g1]);
+//! let u1 = b.add(adam("layer1.adam"), &[ar1]);
+//! let g0 = b.add(Op::gemm("layer0.wgrad", shape, DType::Bf16), &[g1]);
+//! let ar0 = b.add(ar("layer0.allreduce"), &[g0]);
+//! b.add(adam("layer0.adam"), &[ar0, u1]);
+//! let graph: Graph = b.finish();
+//!
+//! // Durations from the H100 cost model, then an exact schedule of the lowered problem.
+//! let hw = Hardware::h100();
+//! let durations = hw.durations(&graph);
+//! let lowered = lower::lower(&graph, &durations)?;
+//! let solver = registry().get("pumpkin").or_else(|_| registry().get("sgs"))?;
+//! let outcome = solver.solve(&lowered.problem, &Limits::with_time_limit(Duration::from_secs(10)))?;
+//! assert_eq!(outcome.status, Status::Optimal);
+//! let schedule = outcome.schedule.expect("an optimal schedule");
+//! check(&lowered.problem, &schedule)?;
+//! let starts: Vec<u64> = schedule.starts().iter().map(|&s| s as u64).collect();
+//! let plan = StreamPlan::from_starts(&graph, &starts)?;
+//!
+//! // Write it, read it back: the same plan, the same simulated makespan.
+//! let path = std::env::temp_dir().join(format!("concerto-plan-{}.json", std::process::id()));
+//! std::fs::write(&path, plan.to_json(&graph))?;
+//! let back = StreamPlan::from_json(&graph, &std::fs::read_to_string(&path)?)?;
+//! std::fs::remove_file(&path)?;
+//! assert_eq!(back, plan);
+//! let timed = simulate(&graph, &back, &durations, hw.contention)?;
+//! assert_eq!(timed.makespan, simulate(&graph, &plan, &durations, hw.contention)?.makespan);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ### 3. Optimise a training step
+//!
+//! The pipeline ([`pipeline`]) runs the whole optimisation on a graph: schedule (S),
+//! decomposition then schedule (S+AD), or both jointly, each with a typed report whose gaps
+//! are against proven lower bounds; [`extract`] imports graphs from XLA HLO text. Their
+//! walkthrough examples belong here.
+//!
+//! ## Choosing backends
+//!
+//! Each backend is one cargo feature of this crate; a solver is then found by name at run
+//! time ([`registry()`], [`modal_solver()`]), and a build without it answers with an error
+//! that names the feature to enable.
+//!
+//! | feature | backend | needs |
+//! |---|---|---|
+//! | `pumpkin` (default) | `pumpkin`: lazy-clause-generation CP, the fastest on RCPSP | pure Rust |
+//! | `microlp` (default) | `microlp`: MILP, small windows | pure Rust |
+//! | `highs` | `highs`: MILP with HiGHS | cmake and libclang (HiGHS is built from C++) |
+//! | `cbc` | `cbc`: MILP with the system CBC, serialised by a global mutex | `coinor-libcbc-dev`, `pkg-config` |
+//! | `serde` | `Serialize`/`Deserialize` on graphs, plans, schedules, outcomes, reports | |
+//! | `testing` | the solver conformance kit `concerto::testing` (proptest) | |
+//!
+//! ```toml
+//! [dependencies]
+//! # CP only:
+//! concerto = { version = "0.1", default-features = false, features = ["pumpkin"] }
+//! # or every backend: features = ["pumpkin", "microlp", "highs", "cbc"]
+//! ```
+//!
+//! The heuristic `sgs` ([`Heuristic`]) is always there: it needs no feature.
+//!
+//! ## Build settings for downstream crates
+//!
+//! The solvers are tens of times slower unoptimised, and at opt-level 0 the `cmake` crate
+//! builds HiGHS in Debug. Tests and debug builds of a crate that uses Concerto should
+//! optimise their dependencies, as this workspace does:
+//!
+//! ```toml
+//! [profile.dev.package."*"]
+//! opt-level = 2
+//! ```
+//!
+//! (`"*"` covers every dependency, and not the crate's own code, which stays quick to
+//! rebuild.)
+
+pub use concerto_backends as backends;
+pub use concerto_decomp as decomp;
+pub use concerto_extract as extract;
+pub use concerto_graph as graph;
+pub use concerto_pipeline as pipeline;
+pub use concerto_rcpsp as rcpsp;
+
+pub use concerto_backends::{modal_solver, registry};
+pub use concerto_extract::read_graph;
+pub use concerto_graph::{simulate, Graph, GraphBuilder, Hardware, Op, OpId, StreamPlan, Timeline};
+pub use concerto_rcpsp::{
+    check, lower_bound, read_problem, ActivityId, CancelFlag, Heuristic, Limits, ModalProblem,
+    ModalSolution, ModalSolver, Outcome, Problem, ProblemBuilder, Registry, ResourceId, Schedule,
+    SolveError, Solver, Status, StopReason, Time,
+};
