@@ -357,7 +357,8 @@ impl ModalSolver for MilpModal {
                 let reason = if raw.status == RawStatus::GapReached {
                     StopReason::GapLimit
                 } else {
-                    StopReason::TimeLimit
+                    // The wait for the backend ends at the deadline or on the cancel flag.
+                    clock.should_stop().unwrap_or(StopReason::TimeLimit)
                 };
                 match best {
                     Some(s) => {
