@@ -174,3 +174,6 @@ pub use concerto_rcpsp::{
     ModalSolution, ModalSolver, Outcome, Problem, ProblemBuilder, Registry, ResourceId, Schedule,
     SolveError, Solver, Status, StopReason, Time,
 };
+
+#[cfg(feature = "testing")]
+pub mod testing;
