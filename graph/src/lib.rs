@@ -43,6 +43,7 @@
 
 pub mod baselines;
 mod error;
+pub mod fingerprint;
 pub mod hardware;
 pub mod ir;
 pub mod lower;

@@ -14,6 +14,27 @@
 //! [`StreamPlan::validate`] checks a plan (for example one read from a file): every op once,
 //! on its stream; every dependency implied by FIFO order and the waits; and no cycle among FIFO
 //! edges and waits, which would hang a GPU ([`GraphError::Deadlock`] names the cycle).
+//!
+//! # The plan file
+//!
+//! [`StreamPlan::to_json`] writes ops by name, and names the graph the plan was made for by
+//! its name and its [`Graph::fingerprint`] (16 hex digits):
+//!
+//! ```json
+//! {"format": "concerto-plan", "version": 1, "graph": "gpt", "graph_fingerprint": "31beaf3a84610b86",
+//!  "streams": [{"stream": "compute", "ops": ["fc", "add"]}, {"stream": "comm.intra-node", "ops": ["ar"]}],
+//!  "waits": [["fc", "ar"], ["ar", "add"]]}
+//! ```
+//!
+//! [`StreamPlan::from_json`] refuses a plan whose fingerprint is not the graph's, naming both
+//! graphs and both fingerprints: a plan made for another graph may name the same ops and
+//! still be wrong for this one. A plan file without `graph_fingerprint` (written before it
+//! existed) is still read: the check is skipped, and only the validation against the graph
+//! remains.
+//!
+//! With the `serde` feature, [`Stream`] serialises as its name (`compute`,
+//! `comm.intra-node`) and [`StreamPlan`] as its fields (ops by id): a form for embedding a
+//! plan in other serde data next to its graph; the plan file above is the one that names ops.
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +43,11 @@ use crate::ir::{Graph, LinkClass, Op, OpId};
 
 /// A GPU stream of a plan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[cfg_attr(
+    feature = "serde",
+    derive(Serialize, Deserialize),
+    serde(into = "String", try_from = "String")
+)]
 pub enum Stream {
     /// The compute stream.
     Compute,
@@ -64,8 +90,27 @@ impl Stream {
     }
 }
 
+impl From<Stream> for String {
+    /// [`Stream::name`].
+    fn from(s: Stream) -> String {
+        s.name()
+    }
+}
+
+impl TryFrom<String> for Stream {
+    type Error = GraphError;
+
+    /// [`Stream::parse`]; [`GraphError::InvalidPlan`] names an unknown stream.
+    fn try_from(name: String) -> Result<Stream, GraphError> {
+        Stream::parse(&name).ok_or_else(|| GraphError::InvalidPlan {
+            reason: format!("unknown stream `{name}`"),
+        })
+    }
+}
+
 /// FIFO orders per stream and the cross-stream waits (see the module docs).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(Serialize, Deserialize))]
 pub struct StreamPlan {
     /// Each stream with its ops in launch order.
     pub streams: Vec<(Stream, Vec<OpId>)>,
@@ -291,12 +336,14 @@ impl StreamPlan {
         })
     }
 
-    /// The native JSON form: stream names with op names, and waits as name pairs.
+    /// The native JSON form: stream names with op names, waits as name pairs, and the graph's
+    /// name and fingerprint (see the module docs).
     pub fn to_json(&self, graph: &Graph) -> String {
         let record = PlanRecord {
             format: PLAN_FORMAT.to_string(),
             version: 1,
             graph: graph.name().to_string(),
+            graph_fingerprint: Some(format!("{:016x}", graph.fingerprint())),
             streams: self
                 .streams
                 .iter()
@@ -315,6 +362,12 @@ impl StreamPlan {
     }
 
     /// Reads [`StreamPlan::to_json`]'s format for `graph` and validates it.
+    ///
+    /// Errors: [`GraphError::Json`] for malformed JSON; [`GraphError::InvalidPlan`] for
+    /// another format or version, a `graph_fingerprint` that is not `graph`'s (naming both
+    /// graphs and both fingerprints; a file without one skips this check, see the module
+    /// docs), an op or stream the graph does not have, or a plan that fails
+    /// [`StreamPlan::validate`].
     pub fn from_json(graph: &Graph, text: &str) -> Result<StreamPlan, GraphError> {
         let r: PlanRecord = serde_json::from_str(text).map_err(|e| GraphError::Json {
             line: e.line(),
@@ -328,6 +381,25 @@ impl StreamPlan {
                     r.format, r.version
                 ),
             });
+        }
+        if let Some(written) = &r.graph_fingerprint {
+            let ours = graph.fingerprint();
+            let theirs = u64::from_str_radix(written, 16).map_err(|_| GraphError::InvalidPlan {
+                reason: format!(
+                    "graph_fingerprint `{written}` of the plan for graph `{}` is not 16 hex digits",
+                    r.graph
+                ),
+            })?;
+            if theirs != ours {
+                return Err(GraphError::InvalidPlan {
+                    reason: format!(
+                        "the plan was made for graph `{}` (fingerprint {theirs:016x}), not for \
+                         graph `{}` (fingerprint {ours:016x})",
+                        r.graph,
+                        graph.name()
+                    ),
+                });
+            }
         }
         let find = |name: &str| {
             graph.find(name).ok_or_else(|| GraphError::InvalidPlan {
@@ -365,6 +437,9 @@ struct PlanRecord {
     format: String,
     version: u32,
     graph: String,
+    /// [`Graph::fingerprint`] in 16 hex digits; absent in files written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    graph_fingerprint: Option<String>,
     streams: Vec<StreamRecord>,
     waits: Vec<(String, String)>,
 }
@@ -418,4 +493,85 @@ fn positions(graph: &Graph, streams: &[(Stream, Vec<OpId>)]) -> Result<Positions
         });
     }
     Ok(Positions { stream, index })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{CollectiveKind, ComputeClass, GraphBuilder, LinkClass};
+
+    /// `a`, `b` (compute) -> `ar` (all-reduce of `a`, or of `b` with `ar_of_b`) -> `add`.
+    fn graph(name: &str, ar_of_b: bool) -> Graph {
+        let mut g = GraphBuilder::new(name);
+        let a = g.add(Op::compute("a", ComputeClass::Gemm, 10, 10), &[]);
+        let b = g.add(Op::compute("b", ComputeClass::Gemm, 10, 10), &[]);
+        let ar = g.add(
+            Op::collective("ar", CollectiveKind::AllReduce, 64, 8, LinkClass::IntraNode),
+            &[if ar_of_b { b } else { a }],
+        );
+        g.add(
+            Op::compute("add", ComputeClass::Elementwise, 1, 1),
+            &[ar, b],
+        );
+        g.finish()
+    }
+
+    #[test]
+    fn a_plan_file_names_its_graph_and_is_refused_by_another() {
+        let g = graph("first", false);
+        let plan = StreamPlan::program_order(&g).unwrap();
+        let text = plan.to_json(&g);
+        let fp = format!("{:016x}", g.fingerprint());
+        assert!(text.contains("\"graph\": \"first\""), "{text}");
+        assert!(
+            text.contains(&format!("\"graph_fingerprint\": \"{fp}\"")),
+            "{text}"
+        );
+        assert_eq!(StreamPlan::from_json(&g, &text).unwrap(), plan);
+        // The same ops and names, one dependency moved: the program-order plan would still
+        // validate against it, but it was not made for it.
+        let other = graph("second", true);
+        assert!(StreamPlan::program_order(&other).is_ok());
+        let e = StreamPlan::from_json(&other, &text)
+            .unwrap_err()
+            .to_string();
+        let ofp = format!("{:016x}", other.fingerprint());
+        assert_ne!(fp, ofp);
+        for part in ["`first`", "`second`", fp.as_str(), ofp.as_str()] {
+            assert!(e.contains(part), "{part} missing from: {e}");
+        }
+    }
+
+    #[test]
+    fn plans_without_a_fingerprint_are_still_read_and_bad_ones_are_named() {
+        let g = graph("first", false);
+        let plan = StreamPlan::program_order(&g).unwrap();
+        let text = plan.to_json(&g);
+        let line = text
+            .lines()
+            .find(|l| l.contains("graph_fingerprint"))
+            .expect("written");
+        // An older file: no fingerprint, read against any graph with these ops.
+        let old = text.replace(&format!("{line}\n"), "");
+        assert!(!old.contains("graph_fingerprint"));
+        assert_eq!(StreamPlan::from_json(&g, &old).unwrap(), plan);
+        // A malformed one.
+        let fp = format!("{:016x}", g.fingerprint());
+        let bad = text.replace(&fp, "not-hex");
+        let e = StreamPlan::from_json(&g, &bad).unwrap_err().to_string();
+        assert!(e.contains("`not-hex`") && e.contains("`first`"), "{e}");
+    }
+
+    #[test]
+    fn streams_convert_to_and_from_their_names() {
+        for s in [
+            Stream::Compute,
+            Stream::Comm(LinkClass::IntraNode),
+            Stream::Comm(LinkClass::InterNode),
+        ] {
+            assert_eq!(Stream::try_from(String::from(s)).unwrap(), s);
+        }
+        let e = Stream::try_from("comm.nvlink".to_string()).unwrap_err();
+        assert!(e.to_string().contains("`comm.nvlink`"), "{e}");
+    }
 }
