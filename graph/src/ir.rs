@@ -350,7 +350,8 @@ enum InputRecord {
     Tensor(usize, usize),
 }
 
-#[derive(Serialize, Deserialize)]
+/// An op of the JSON format, as read.
+#[derive(Deserialize)]
 struct OpRecord {
     #[serde(flatten)]
     op: Op,
@@ -358,13 +359,53 @@ struct OpRecord {
     inputs: Vec<InputRecord>,
 }
 
-#[derive(Serialize, Deserialize)]
+/// The JSON format, as read.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GraphRecord {
     format: String,
     version: u32,
     name: String,
     ops: Vec<OpRecord>,
+}
+
+/// An op of the JSON format, as written (borrowing the graph; the same fields as
+/// [`OpRecord`]).
+#[derive(Serialize)]
+struct OpRecordRef<'a> {
+    #[serde(flatten)]
+    op: &'a Op,
+    inputs: Vec<InputRecord>,
+}
+
+/// The JSON format, as written (the same fields as [`GraphRecord`]).
+#[derive(Serialize)]
+struct GraphRecordRef<'a> {
+    format: &'static str,
+    version: u32,
+    name: &'a str,
+    ops: Vec<OpRecordRef<'a>>,
+}
+
+/// `Serialize` writes the native JSON format's record (what [`Graph::to_json`] prints), so a
+/// graph inside another serde structure has the same form as a graph file.
+#[cfg(feature = "serde")]
+impl Serialize for Graph {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.record().serialize(serializer)
+    }
+}
+
+/// `Deserialize` reads the native JSON format's record and checks it as [`Graph::from_json`]
+/// does (format, version, inputs earlier in program order). The record's `inputs` are
+/// untagged and its ops flattened, so the data format must be self-describing (JSON, YAML,
+/// ...).
+#[cfg(feature = "serde")]
+impl<'de> Deserialize<'de> for Graph {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Graph, D::Error> {
+        let record = GraphRecord::deserialize(deserializer)?;
+        Graph::from_record(record).map_err(serde::de::Error::custom)
+    }
 }
 
 impl Graph {
@@ -465,14 +506,19 @@ impl Graph {
 
     /// The native JSON format (see [`Graph::from_json`]).
     pub fn to_json(&self) -> String {
-        let record = GraphRecord {
-            format: FORMAT_NAME.to_string(),
+        serde_json::to_string_pretty(&self.record()).expect("a graph always serialises")
+    }
+
+    /// The record that the native JSON format writes.
+    fn record(&self) -> GraphRecordRef<'_> {
+        GraphRecordRef {
+            format: FORMAT_NAME,
             version: FORMAT_VERSION,
-            name: self.name.clone(),
+            name: &self.name,
             ops: self
                 .ids()
-                .map(|id| OpRecord {
-                    op: self.op(id).clone(),
+                .map(|id| OpRecordRef {
+                    op: self.op(id),
                     inputs: self
                         .inputs(id)
                         .into_iter()
@@ -486,8 +532,7 @@ impl Graph {
                         .collect(),
                 })
                 .collect(),
-        };
-        serde_json::to_string_pretty(&record).expect("a graph always serialises")
+        }
     }
 
     /// Reads the native JSON format, version 1:
@@ -513,6 +558,12 @@ impl Graph {
             column: e.column(),
             message: e.to_string(),
         })?;
+        Graph::from_record(record)
+    }
+
+    /// The graph of a record read from the native JSON format, checked (see
+    /// [`Graph::from_json`]).
+    fn from_record(record: GraphRecord) -> Result<Graph, GraphError> {
         if record.format != FORMAT_NAME {
             return Err(GraphError::Format {
                 found: record.format,

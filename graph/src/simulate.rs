@@ -20,6 +20,7 @@ const UNITS: u64 = 1000;
 
 /// When each op of a simulated plan ran.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Timeline {
     /// Start of each op (ns), indexed by [`OpId`].
     pub start: Vec<u64>,

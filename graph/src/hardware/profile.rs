@@ -52,6 +52,11 @@ enum IntraModel {
 
 /// A hardware profile: the cost model that turns ops into integer nanoseconds (see the module
 /// docs for every formula, constant and source).
+///
+/// With the `serde` feature a profile serialises as what makes it: `{"name": "h100",
+/// "gpus_per_node": 8, "contention": 1.1}`; reading one rebuilds the named profile
+/// ([`Hardware::by_name`]) with those settings, checked as [`Hardware::with_gpus_per_node`] and
+/// [`Hardware::with_contention`] check them. Every other constant follows from the name.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Hardware {
     /// The profile's name (one of [`Hardware::NAMES`]).
@@ -360,5 +365,38 @@ impl fmt::Display for Hardware {
             self.inter_alpha_ns
         )?;
         write!(f, "  contention: {}", self.contention)
+    }
+}
+
+/// The serde form of a [`Hardware`] profile.
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HardwareRecord {
+    name: String,
+    gpus_per_node: u32,
+    contention: f64,
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for Hardware {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        HardwareRecord {
+            name: self.name.clone(),
+            gpus_per_node: self.gpus_per_node,
+            contention: self.contention,
+        }
+        .serialize(serializer)
+    }
+}
+
+#[cfg(feature = "serde")]
+impl<'de> serde::Deserialize<'de> for Hardware {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Hardware, D::Error> {
+        let r = HardwareRecord::deserialize(deserializer)?;
+        Hardware::by_name(&r.name)
+            .and_then(|h| h.with_gpus_per_node(r.gpus_per_node))
+            .and_then(|h| h.with_contention(r.contention))
+            .map_err(serde::de::Error::custom)
     }
 }
