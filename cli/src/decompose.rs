@@ -1,22 +1,20 @@
 //! `concerto decompose`: the critical collectives of a graph, the decompositions chosen around
 //! them, and the schedule-only (S) and schedule-plus-decomposition (S+AD) makespans; with
 //! `--sweep-slowdown`, the same selection under fixed split slowdowns (sensitivity).
-//!
-//! Also the S+AD step of `concerto bench graphs` ([`sequential`]).
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Args;
-use concerto_decomp::critical::critical;
-use concerto_decomp::select::{evaluate, SelectConfig, Selected};
-use concerto_graph::optimize::Optimized;
-use concerto_graph::{Graph, OpKind};
+use concerto_graph::Graph;
+use concerto_pipeline::analysis::{candidates_tried, critical_collectives, CriticalCollective};
+use concerto_pipeline::{Decomposed, Selected};
 use serde::Serialize;
 
-use crate::model::read_graph;
-use crate::optimize::{decompositions_json, Decompose, DecompositionJson, OptimizeOpts};
+use crate::io::read_graph;
+use crate::opts::{Decompose, OptimizeOpts};
+use crate::report::{gain_pct, ms, DecompositionJson};
 use crate::table::Table;
 use crate::Failure;
 
@@ -41,95 +39,6 @@ pub(crate) struct DecomposeArgs {
     /// Print JSON (an object, or an array of rows with `--sweep-slowdown`) instead of tables.
     #[arg(long)]
     pub(crate) json: bool,
-}
-
-/// What `--decompose` gave on one graph, with S+AD <= S enforced.
-pub(crate) struct Sequential {
-    /// The selection (its decompositions are the ones applied, or none when rejected).
-    pub(crate) decompositions: Vec<DecompositionJson>,
-    /// S+AD as reported: the rewritten graph's concerto makespan, or S when the rewrite is
-    /// rejected or there is nothing to rewrite.
-    pub(crate) decomposed_ns: u64,
-    /// Set when the selection chose decompositions whose schedule was longer than S: the
-    /// rewritten graph's makespan and how many decompositions were dropped.
-    pub(crate) rejected: Option<(u64, usize)>,
-    /// Selection plus scheduling of the rewritten graph.
-    pub(crate) time: Duration,
-}
-
-/// `opts` with the decomposition asked for: the selection of `opts.decompose` (the default
-/// one when `off`) and the given split slowdown.
-fn with_slowdown(opts: &OptimizeOpts, slowdown: Option<f64>) -> OptimizeOpts {
-    let mut o = opts.clone();
-    if o.decompose == Decompose::Off {
-        o.decompose = Decompose::Sequential;
-    }
-    o.split_slowdown = slowdown;
-    o
-}
-
-/// Selection and the rewritten graph's schedule, under `opts`' decomposition flags.
-/// `None` in the schedule when nothing was chosen (the graph is unchanged: S+AD = S).
-fn select_and_schedule(
-    opts: &OptimizeOpts,
-    graph: &Graph,
-) -> anyhow::Result<(Selected, Option<Optimized>)> {
-    let selected = opts
-        .select(graph)?
-        .expect("the decomposition is on in `opts`");
-    if selected.decompositions.is_empty() {
-        return Ok((selected, None));
-    }
-    let optimized = opts.run(&selected.graph)?;
-    Ok((selected, Some(optimized)))
-}
-
-/// The S+AD step of `bench graphs --decompose ...`: S is `s_ns`; keeps S when the rewritten
-/// graph schedules longer.
-pub(crate) fn sequential(
-    opts: &OptimizeOpts,
-    graph: &Graph,
-    s_ns: u64,
-) -> anyhow::Result<Sequential> {
-    let t = Instant::now();
-    let (selected, optimized) =
-        select_and_schedule(&with_slowdown(opts, opts.split_slowdown), graph)?;
-    Ok(keep_shorter(
-        s_ns,
-        decompositions_json(&selected),
-        optimized.map(|o| o.concerto().makespan_ns()),
-        t.elapsed(),
-    ))
-}
-
-/// S+AD <= S: the decompositions and the rewritten graph's makespan `scheduled` (`None` when
-/// nothing was rewritten) when it is at most `s_ns`, else none and S.
-fn keep_shorter(
-    s_ns: u64,
-    chosen: Vec<DecompositionJson>,
-    scheduled: Option<u64>,
-    time: Duration,
-) -> Sequential {
-    match scheduled {
-        Some(ns) if ns <= s_ns => Sequential {
-            decompositions: chosen,
-            decomposed_ns: ns,
-            rejected: None,
-            time,
-        },
-        Some(ns) => Sequential {
-            rejected: Some((ns, chosen.len())),
-            decompositions: Vec::new(),
-            decomposed_ns: s_ns,
-            time,
-        },
-        None => Sequential {
-            decompositions: Vec::new(),
-            decomposed_ns: s_ns,
-            rejected: None,
-            time,
-        },
-    }
 }
 
 /// The split slowdowns of `--sweep-slowdown`: (label as written, factor).
@@ -170,27 +79,26 @@ fn n_values(s: &Selected) -> String {
         .join(", ")
 }
 
-fn ms(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
-
-/// S+AD vs S, positive when S+AD is shorter.
-fn gain_pct(s: u64, sad: u64) -> f64 {
-    if s == 0 {
-        0.0
-    } else {
-        (1.0 - sad as f64 / s as f64) * 100.0
-    }
-}
-
 /// A critical collective in the JSON report.
 #[derive(Serialize)]
 struct CriticalJson {
     name: String,
-    kind: &'static str,
+    kind: String,
     bytes: u64,
     duration_ns: u64,
     exposed_ns: u64,
+}
+
+impl From<CriticalCollective> for CriticalJson {
+    fn from(c: CriticalCollective) -> Self {
+        Self {
+            name: c.name,
+            kind: c.kind,
+            bytes: c.bytes,
+            duration_ns: c.duration_ns,
+            exposed_ns: c.exposed_ns,
+        }
+    }
 }
 
 /// A decomposition chosen, with its evaluated effect.
@@ -203,11 +111,10 @@ struct ChosenJson {
 }
 
 fn chosen_json(s: &Selected) -> Vec<ChosenJson> {
-    decompositions_json(s)
-        .into_iter()
-        .zip(&s.decompositions)
-        .map(|(d, x)| ChosenJson {
-            d,
+    s.decompositions
+        .iter()
+        .map(|x| ChosenJson {
+            d: DecompositionJson::of(x),
             before_ns: x.before_ns,
             after_ns: x.after_ns,
         })
@@ -247,7 +154,11 @@ struct DecomposeJson {
     evaluated_before_ns: u64,
     evaluated_after_ns: u64,
     optimized_ns: u64,
+    /// S+AD as the pipeline reports it: the rewritten graph's makespan when not longer
+    /// than S, else S.
     decomposed_ns: u64,
+    /// The rewritten graph's makespan, kept or not (`null` when nothing was chosen).
+    rewritten_ns: Option<u64>,
     decomposed_ops: usize,
     ad_gain_pct: f64,
     time_s: f64,
@@ -265,7 +176,11 @@ struct SweepJson {
     evaluated_before_ns: u64,
     evaluated_after_ns: u64,
     optimized_ns: u64,
+    /// S+AD as the pipeline reports it: the rewritten graph's makespan when not longer
+    /// than S, else S.
     decomposed_ns: u64,
+    /// The rewritten graph's makespan, kept or not (`null` when nothing was chosen).
+    rewritten_ns: Option<u64>,
     decomposed_ops: usize,
     ad_gain_pct: f64,
     time_s: f64,
@@ -290,13 +205,12 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
             );
         }
     }
-    let hardware = args.opts.hardware()?;
-    args.opts.config()?;
+    let mut pipeline = args.opts.pipeline()?;
+    let hardware = pipeline.config.hardware.clone();
     let graph = read_graph(&args.graph, args.opts.gpus_per_node)?;
     let t = Instant::now();
-    let s = args
-        .opts
-        .run(&graph)
+    let s = pipeline
+        .schedule(&graph, Vec::new())
         .with_context(|| format!("optimizing {}", args.graph.display()))?;
     let s_ns = s.concerto().makespan_ns();
     // One selection and S+AD schedule per slowdown; `None` is the measured tables.
@@ -314,31 +228,34 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
     let mut rows = Vec::new();
     for (label, slowdown) in slowdowns {
         let t = Instant::now();
-        let opts = with_slowdown(&args.opts, slowdown);
-        let (selected, o) = select_and_schedule(&opts, &graph)
+        pipeline.config.select.slowdown = slowdown;
+        let d: Decomposed = pipeline
+            .decompose(&graph, s_ns)
             .with_context(|| format!("decomposing {} (slowdown {label})", graph.name()))?;
-        let (sad, ops) = o
-            .as_ref()
-            .map_or((s_ns, s.ops), |o| (o.concerto().makespan_ns(), o.ops));
+        let ops = match &d.schedule {
+            Some(o) if d.kept => o.ops,
+            _ => s.ops,
+        };
         if factors.is_some() && !args.json {
             eprintln!(
                 "{label}: {} decomposition(s), S+AD {} ms ({:.1} s)",
-                selected.decompositions.len(),
-                ms(sad),
+                d.selected.decompositions.len(),
+                ms(d.makespan_ns),
                 t.elapsed().as_secs_f64()
             );
         }
         rows.push(SweepJson {
             label,
             slowdown,
-            decompositions: chosen_json(&selected),
-            n_values: n_values(&selected),
-            evaluated_before_ns: selected.before_ns,
-            evaluated_after_ns: selected.after_ns,
+            decompositions: chosen_json(&d.selected),
+            n_values: n_values(&d.selected),
+            evaluated_before_ns: d.selected.before_ns,
+            evaluated_after_ns: d.selected.after_ns,
             optimized_ns: s_ns,
-            decomposed_ns: sad,
+            decomposed_ns: d.makespan_ns,
+            rewritten_ns: d.schedule.as_ref().map(|o| o.concerto().makespan_ns()),
             decomposed_ops: ops,
-            ad_gain_pct: gain_pct(s_ns, sad),
+            ad_gain_pct: gain_pct(s_ns, d.makespan_ns),
             time_s: t.elapsed().as_secs_f64(),
         });
     }
@@ -347,28 +264,12 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
         return Ok(());
     }
     let row = rows.pop().expect("one row");
-    let threshold = SelectConfig::default().threshold;
-    let (baseline_ns, timeline) = evaluate(&graph, &hardware)?;
-    let crit: Vec<CriticalJson> = critical(&graph, &timeline, threshold)
-        .into_iter()
-        .map(|c| {
-            let op = graph.op(c.op);
-            let (kind, bytes) = match &op.kind {
-                OpKind::Collective { kind, bytes, .. } => (kind.as_str(), *bytes),
-                OpKind::Compute { .. } => ("compute", op.output_bytes()),
-            };
-            CriticalJson {
-                name: op.name.clone(),
-                kind,
-                bytes,
-                duration_ns: timeline.end[c.op.0] - timeline.start[c.op.0],
-                exposed_ns: c.exposed_ns,
-            }
-        })
-        .collect();
+    let threshold = pipeline.config.select.threshold;
+    let (baseline_ns, crit) = critical_collectives(&graph, &hardware, threshold)?;
+    let crit: Vec<CriticalJson> = crit.into_iter().map(CriticalJson::from).collect();
     let candidates = if args.candidates {
-        let config = args.opts.select_config();
-        let (before, tried) = concerto_decomp::select::tried(&graph, &hardware, &config)?;
+        pipeline.config.select.slowdown = args.opts.split_slowdown;
+        let (before, tried) = candidates_tried(&graph, &hardware, &pipeline.config.select)?;
         Some(
             tried
                 .iter()
@@ -405,6 +306,7 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
         evaluated_after_ns: row.evaluated_after_ns,
         optimized_ns: s_ns,
         decomposed_ns: row.decomposed_ns,
+        rewritten_ns: row.rewritten_ns,
         decomposed_ops: row.decomposed_ops,
         ad_gain_pct: row.ad_gain_pct,
         time_s: t.elapsed().as_secs_f64(),
@@ -513,10 +415,11 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
         r.decomposed_ops,
         r.ad_gain_pct
     );
-    if r.decomposed_ns > r.optimized_ns {
+    if let Some(ns) = r.rewritten_ns.filter(|&ns| ns > r.optimized_ns) {
         println!(
-            "               S+AD is longer than S: `bench graphs` would not apply these \
-             decompositions"
+            "               the rewritten graph schedules to {} ms, longer than S: these \
+             decompositions are not kept",
+            ms(ns)
         );
     }
     println!("time           {:.2} s", r.time_s);
@@ -568,12 +471,14 @@ fn print_sweep(
         "slowdown X: chunks cost op duration x X / N; measured: chunks from the hardware tables. \
          AD_gain: S+AD vs S, positive when shorter."
     );
-    for r in rows.iter().filter(|r| r.decomposed_ns > r.optimized_ns) {
-        println!(
-            "{}: S+AD is longer than S; `bench graphs` would keep S (not apply these \
-             decompositions)",
-            r.label
-        );
+    for r in rows.iter() {
+        if let Some(ns) = r.rewritten_ns.filter(|&ns| ns > r.optimized_ns) {
+            println!(
+                "{}: the rewritten graph schedules to {} ms, longer than S: not kept",
+                r.label,
+                ms(ns)
+            );
+        }
     }
     Ok(())
 }
@@ -593,29 +498,5 @@ mod tests {
             let e = parse_factors(bad).unwrap_err().to_string();
             assert!(e.starts_with("--sweep-slowdown"), "{bad}: {e}");
         }
-    }
-
-    #[test]
-    fn a_longer_rewrite_is_not_applied() {
-        let d = || {
-            vec![DecompositionJson {
-                collective: "ar".into(),
-                family: "split",
-                axis: "rows",
-                n: 2,
-                context_size: 3,
-                label: "rows/2".into(),
-            }]
-        };
-        let z = Duration::ZERO;
-        let kept = keep_shorter(100, d(), Some(90), z);
-        assert_eq!((kept.decomposed_ns, kept.decompositions.len()), (90, 1));
-        assert!(kept.rejected.is_none());
-        let rejected = keep_shorter(100, d(), Some(110), z);
-        assert_eq!(rejected.decomposed_ns, 100);
-        assert!(rejected.decompositions.is_empty());
-        assert_eq!(rejected.rejected, Some((110, 1)));
-        let none = keep_shorter(100, Vec::new(), None, z);
-        assert_eq!((none.decomposed_ns, none.rejected), (100, None));
     }
 }

@@ -1,14 +1,12 @@
 //! `concerto bench graphs`: every scheduler on model x parallelism configurations.
 
 use clap::Args;
-use concerto_graph::models::{
-    self, EvoformerConfig, GptConfig, Model, Parallel, VitConfig, WideResNetConfig, Zero,
-};
-use concerto_graph::trace;
+use concerto_pipeline::bench::graphs;
 use serde::Serialize;
 
-use crate::decompose;
-use crate::optimize::{ComparisonJson, Decompose, DecompositionJson, Fuse, OptimizeOpts};
+use crate::opts::{Decompose, Fuse, OptimizeOpts};
+use crate::progress;
+use crate::report::{gain_pct, ComparisonJson, DecompositionJson};
 use crate::table::Table;
 use crate::Failure;
 
@@ -23,95 +21,6 @@ pub(crate) struct GraphsArgs {
     /// Print one JSON array instead of the table.
     #[arg(long)]
     pub(crate) json: bool,
-}
-
-/// A benchmark configuration.
-pub(crate) struct Config {
-    pub(crate) name: &'static str,
-    pub(crate) model: Model,
-    pub(crate) parallel: Parallel,
-}
-
-fn parallel(pp: u32, tp: u32, dp: u32, zero: Zero) -> Parallel {
-    Parallel {
-        dp,
-        tp,
-        pp,
-        zero,
-        microbatches: if pp > 1 { 2 * pp } else { 1 },
-        ..Parallel::default()
-    }
-}
-
-/// The configurations: the Concerto paper's GPT plans ((pp, tp, dp) = (1,16,1), (1,8,2),
-/// (2,4,2)) and ZeRO-3 on 8/16/32 GPUs, plus ViT, Wide ResNet and Evoformer.
-pub(crate) fn configs() -> Vec<Config> {
-    let gpt = GptConfig::default();
-    let small_gpt = GptConfig {
-        layers: 8,
-        hidden: 2048,
-        heads: 16,
-        seq: 2048,
-        micro_batch: 4,
-        ..GptConfig::default()
-    };
-    vec![
-        Config {
-            name: "gpt-tp8",
-            model: Model::Gpt(gpt.clone()),
-            parallel: parallel(1, 8, 1, Zero::None),
-        },
-        Config {
-            name: "gpt-pp1-tp16-dp1",
-            model: Model::Gpt(gpt.clone()),
-            parallel: parallel(1, 16, 1, Zero::None),
-        },
-        Config {
-            name: "gpt-pp1-tp8-dp2",
-            model: Model::Gpt(gpt.clone()),
-            parallel: parallel(1, 8, 2, Zero::None),
-        },
-        Config {
-            name: "gpt-pp2-tp4-dp2",
-            model: Model::Gpt(gpt),
-            parallel: parallel(2, 4, 2, Zero::None),
-        },
-        Config {
-            name: "gpt-zero3-dp8",
-            model: Model::Gpt(small_gpt.clone()),
-            parallel: parallel(1, 1, 8, Zero::Stage3),
-        },
-        Config {
-            name: "gpt-zero3-dp16",
-            model: Model::Gpt(small_gpt.clone()),
-            parallel: parallel(1, 1, 16, Zero::Stage3),
-        },
-        Config {
-            name: "gpt-zero3-dp32",
-            model: Model::Gpt(small_gpt.clone()),
-            parallel: parallel(1, 1, 32, Zero::Stage3),
-        },
-        Config {
-            name: "gpt-zero2-dp16",
-            model: Model::Gpt(small_gpt),
-            parallel: parallel(1, 1, 16, Zero::Stage2),
-        },
-        Config {
-            name: "vit-tp4-dp2",
-            model: Model::Vit(VitConfig::default()),
-            parallel: parallel(1, 4, 2, Zero::None),
-        },
-        Config {
-            name: "wide-resnet-dp16",
-            model: Model::WideResNet(WideResNetConfig::default()),
-            parallel: parallel(1, 1, 16, Zero::None),
-        },
-        Config {
-            name: "evoformer-dap4-dp2",
-            model: Model::Evoformer(EvoformerConfig::default()),
-            parallel: parallel(1, 4, 2, Zero::None),
-        },
-    ]
 }
 
 #[derive(Serialize)]
@@ -177,111 +86,64 @@ fn fusing_table(args: &GraphsArgs) -> bool {
 }
 
 pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
+    let pipeline = args.opts.pipeline()?;
+    let bar = progress::bar(args.json);
+    let bench = graphs::run(&pipeline, args.only.as_deref(), bar.as_ref())?;
     let mut rows = Vec::new();
-    let mut worse = Vec::new();
-    for c in configs() {
-        if args.only.as_deref().is_some_and(|p| !c.name.contains(p)) {
-            continue;
-        }
-        let graph = models::build(&c.model, &c.parallel)?;
-        let r = args.opts.run(&graph)?;
-        let timelines: Vec<_> = r
-            .results
-            .iter()
-            .map(|s| (s.scheduler, &s.timeline))
-            .collect();
-        let events = trace::validate_chrome_trace(&trace::chrome_trace(&graph, &timelines))
-            .map_err(|e| anyhow::anyhow!("{}: invalid Chrome trace: {e}", c.name))?;
-        let best = r.best_baseline_ns();
-        let opt = r.concerto().makespan_ns();
-        if r.results.iter().any(|s| opt > s.makespan_ns()) {
-            worse.push(c.name);
-        }
-        let ad = if args.opts.decompose == Decompose::Off {
-            None
-        } else {
-            Some(
-                decompose::sequential(&args.opts, &graph, opt)
-                    .map_err(|e| e.context(format!("{}: decomposing", c.name)))?,
-            )
-        };
-        let joint = match (&ad, args.opts.decompose) {
-            (Some(a), Decompose::Joint) => Some(
-                args.opts
-                    .joint(&graph, &a.decompositions, a.decomposed_ns)
-                    .map_err(|e| e.context(format!("{}: joint", c.name)))?,
-            ),
-            _ => None,
-        };
-        let ad_note = ad.as_ref().and_then(|a| a.rejected).map(|(ns, k)| {
-            format!(
-                "not applied: {k} decomposition(s) scheduled to {:.3} ms > S {:.3} ms",
-                ns as f64 / 1e6,
-                opt as f64 / 1e6
-            )
-        });
-        let fuse_began = std::time::Instant::now();
-        let (fu, fuse_note) = if args.opts.fuse == Fuse::Off {
-            (None, None)
-        } else {
-            args.opts
-                .fuse_kept(&graph, &r)
-                .map_err(|e| e.context(format!("{}: fusing", c.name)))?
-        };
-        let fusing = args.opts.fuse != Fuse::Off;
-        let fused_ns = fusing.then(|| fu.as_ref().map_or(opt, |f| f.1.concerto().makespan_ns()));
+    for g in &bench.rows {
+        let r = &g.report;
+        let s = &r.schedule;
+        let opt = r.s_ns();
+        let best = s.best_baseline_ns();
+        let ad = r.decomposed.as_ref();
+        let joint = r.joint.as_ref();
+        let fu = r.fusion.as_ref();
         let row = Row {
-            config: c.name,
-            comparison: ComparisonJson::of(&r),
-            gain_vs_best_baseline_pct: (1.0 - opt as f64 / best as f64) * 100.0,
-            gap_to_bound_pct: (opt as f64 / r.lower_bound_ns as f64 - 1.0) * 100.0,
-            origin: r.origin,
-            solver_status: r.solver_status.to_string(),
-            trace_events: events,
-            time_s: r.time.as_secs_f64(),
-            decomposed_ns: ad.as_ref().map(|a| a.decomposed_ns),
-            ad_gain_pct: ad
-                .as_ref()
-                .map(|a| (1.0 - a.decomposed_ns as f64 / opt as f64) * 100.0),
-            ad_time_s: ad.as_ref().map(|a| a.time.as_secs_f64()),
-            decompositions: ad.map(|a| a.decompositions),
-            ad_note,
-            joint_ns: joint.as_ref().map(|j| j.joint_ns),
-            joint_decompositions: joint.as_ref().map(|j| j.chosen.clone()),
-            joint_time_s: joint.as_ref().map(|j| j.time.as_secs_f64()),
-            joint_note: joint.and_then(|j| j.note),
-            fused_ns,
-            fuse_gain_pct: fused_ns.map(|f| (1.0 - f as f64 / opt as f64) * 100.0),
-            collective_calls: fusing.then(|| {
-                let after = fu.as_ref().map_or(r.collectives, |f| f.1.collectives);
-                (r.collectives, after)
-            }),
-            fuse_note,
-            fuse_time_s: fusing.then(|| fuse_began.elapsed().as_secs_f64()),
-        };
-        if !args.json {
-            let sad = match (row.decomposed_ns, &row.decompositions) {
-                (Some(ns), Some(d)) => format!(
-                    ", S+AD {:.3} ms with {} decomposition(s){}",
+            config: g.config,
+            comparison: ComparisonJson::of(s),
+            gain_vs_best_baseline_pct: gain_pct(best, opt),
+            gap_to_bound_pct: (opt as f64 / s.lower_bound_ns as f64 - 1.0) * 100.0,
+            origin: s.origin.as_str(),
+            solver_status: s.solver_status.to_string(),
+            trace_events: g.trace_events,
+            time_s: s.time.as_secs_f64(),
+            decomposed_ns: ad.map(|a| a.makespan_ns),
+            ad_gain_pct: ad.map(|a| gain_pct(opt, a.makespan_ns)),
+            ad_time_s: ad.map(|a| a.time.as_secs_f64()),
+            decompositions: ad.map(|a| DecompositionJson::all(a.applied())),
+            ad_note: ad.and_then(|a| a.rejected()).map(|(ns, k)| {
+                format!(
+                    "not applied: {k} decomposition(s) scheduled to {:.3} ms > S {:.3} ms",
                     ns as f64 / 1e6,
-                    d.len(),
-                    row.ad_note
-                        .as_ref()
-                        .map_or(String::new(), |n| format!(" ({n})"))
-                ),
-                _ => String::new(),
-            };
-            eprintln!(
-                "{}: {} ops, concerto {:.3} ms vs best baseline {:.3} ms{sad} ({:.1} s)",
-                row.config,
-                row.comparison.ops,
-                opt as f64 / 1e6,
-                best as f64 / 1e6,
-                row.time_s + row.ad_time_s.unwrap_or(0.0)
-            );
-        }
+                    opt as f64 / 1e6
+                )
+            }),
+            joint_ns: joint.map(|j| j.makespan_ns),
+            joint_decompositions: joint.map(|j| j.chosen.clone()),
+            joint_time_s: joint.map(|j| j.time.as_secs_f64()),
+            joint_note: joint.and_then(|j| j.note.clone()),
+            fused_ns: fu.map(|f| f.makespan_ns),
+            fuse_gain_pct: fu.map(|f| gain_pct(opt, f.makespan_ns)),
+            collective_calls: fu.map(|f| {
+                let after = if f.kept {
+                    f.schedule.collectives
+                } else {
+                    s.collectives
+                };
+                (s.collectives, after)
+            }),
+            fuse_note: fu.filter(|f| !f.kept).map(|f| {
+                format!(
+                    "fusion not kept: {} bucket(s) scheduled to {:.3} ms, longer than unfused",
+                    f.fused.buckets.len(),
+                    f.schedule.concerto().makespan_ns() as f64 / 1e6
+                )
+            }),
+            fuse_time_s: fu.map(|f| f.time.as_secs_f64()),
+        };
         rows.push(row);
     }
+    let worse = &bench.worse;
     if args.json {
         println!("{}", serde_json::to_string(&rows)?);
     } else {

@@ -2,16 +2,15 @@
 //! graph format.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 
-use anyhow::Context;
 use clap::Args;
-use concerto_extract::hlo::{self, ImportOptions, ImportReport};
-use concerto_graph::{Graph, Hardware};
+use concerto_extract::hlo::ImportOptions;
+use concerto_graph::Hardware;
 use serde::Serialize;
 
-use crate::model::write_graph;
+use crate::io::write_graph;
 use crate::Failure;
 
 /// Arguments of `concerto import`.
@@ -33,21 +32,6 @@ pub(crate) struct ImportArgs {
     pub(crate) json: bool,
 }
 
-/// Reads an HLO module into a graph.
-pub(crate) fn read_hlo(path: &Path, gpus_per_node: u32) -> anyhow::Result<(Graph, ImportReport)> {
-    if gpus_per_node == 0 {
-        anyhow::bail!("--gpus-per-node must be at least 1");
-    }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let module = hlo::parse(&text).with_context(|| format!("parsing {}", path.display()))?;
-    let options = ImportOptions {
-        gpus_per_node,
-        ..ImportOptions::default()
-    };
-    hlo::lower(&module, &options).with_context(|| format!("lowering {}", path.display()))
-}
-
 #[derive(Serialize)]
 struct ImportJson {
     module: String,
@@ -65,7 +49,14 @@ struct ImportJson {
 pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     let began = Instant::now();
     let hardware = Hardware::by_name(&args.hardware)?.with_gpus_per_node(args.gpus_per_node)?;
-    let (graph, report) = read_hlo(&args.file, args.gpus_per_node)?;
+    if args.gpus_per_node == 0 {
+        return Err(anyhow::anyhow!("--gpus-per-node must be at least 1").into());
+    }
+    let options = ImportOptions {
+        gpus_per_node: args.gpus_per_node,
+        ..ImportOptions::default()
+    };
+    let (graph, report) = concerto_extract::read::read_hlo(&args.file, &options)?;
     if let Some(path) = &args.output {
         write_graph(path, &graph)?;
     }

@@ -14,11 +14,16 @@ mod check;
 mod decompose;
 mod graphs_bench;
 mod import;
+mod io;
 mod model;
 mod optimize;
+mod opts;
+mod progress;
 mod psplib_bench;
+mod report;
 mod run_cuda;
 mod scale_bench;
+mod simulate;
 mod solve;
 mod table;
 
@@ -43,6 +48,9 @@ enum Command {
     /// Schedule a training-step graph; compare with program order, an XLA-LHS-like and an
     /// Inductor-like scheduler under the simulator.
     Optimize(optimize::OptimizeArgs),
+    /// Evaluate a stream plan of a graph (`optimize --plan` writes one; so may other tools)
+    /// with the simulator: makespan, exposed communication, peak memory, trace and SVG.
+    Simulate(simulate::SimulateArgs),
     /// Show a graph's critical collectives, the decompositions chosen around them and the
     /// schedule-only (S) vs decomposed (S+AD) makespans; `--sweep-slowdown` for sensitivity.
     Decompose(decompose::DecomposeArgs),
@@ -78,6 +86,7 @@ fn main() -> ExitCode {
         Command::Import(args) => import::run(&args),
         Command::Model(args) => model::run(&args),
         Command::Optimize(args) => optimize::run(&args),
+        Command::Simulate(args) => simulate::run(&args),
         Command::Decompose(args) => decompose::run(&args),
         Command::RunCuda(args) => run_cuda::run(&args),
         Command::Bench(cmd) => bench::run(cmd),

@@ -1,14 +1,14 @@
 //! `concerto model`: build a training-step graph of a model under a parallel plan.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 use concerto_graph::models::{
     self, EvoformerConfig, GptConfig, Model, Parallel, VitConfig, WideResNetConfig, Zero,
 };
 use concerto_graph::{CollectiveKind, DType, Graph, LinkClass};
 
+use crate::io::write_graph;
 use crate::Failure;
 
 /// Arguments of `concerto model`.
@@ -335,22 +335,4 @@ pub(crate) fn run(args: &ModelArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-pub(crate) fn write_graph(path: &Path, graph: &Graph) -> anyhow::Result<()> {
-    std::fs::write(path, graph.to_json()).with_context(|| format!("writing {}", path.display()))
-}
 
-/// Reads a graph file: the native JSON format, or XLA HLO text (`.hlo`, `.txt`) imported
-/// with `gpus_per_node` GPUs per node.
-pub(crate) fn read_graph(path: &Path, gpus_per_node: u32) -> anyhow::Result<Graph> {
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    if ext == "hlo" || ext == "txt" {
-        let (graph, report) = crate::import::read_hlo(path, gpus_per_node)?;
-        for w in &report.warnings {
-            eprintln!("warning: {w}");
-        }
-        return Ok(graph);
-    }
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    Graph::from_json(&text).with_context(|| format!("reading graph {}", path.display()))
-}

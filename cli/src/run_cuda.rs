@@ -5,12 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
+use concerto_pipeline::Scheduler;
 use concerto_cuda::{compare, CommMode, Executor, ExecutorConfig, Row};
 use concerto_graph::{trace, StreamPlan, Timeline};
 use serde::Serialize;
 
-use crate::model::read_graph;
-use crate::optimize::{Decompose, Fuse, OptimizeOpts};
+use crate::io::read_graph;
+use crate::opts::{Decompose, Fuse, OptimizeOpts};
+use crate::report::ms;
 use crate::table::Table;
 use crate::Failure;
 
@@ -82,10 +84,6 @@ struct RunCudaJson<'a> {
     rows: &'a [Row],
 }
 
-fn ms(ns: u64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
-
 pub(crate) fn run(args: &RunCudaArgs) -> Result<(), Failure> {
     if args.opts.decompose != Decompose::Off || args.opts.fuse != Fuse::Off {
         return Err(anyhow::anyhow!(
@@ -124,11 +122,12 @@ pub(crate) fn run(args: &RunCudaArgs) -> Result<(), Failure> {
         None => {
             let r = args
                 .opts
-                .run(&graph)
+                .pipeline()?
+                .schedule(&graph, Vec::new())
                 .with_context(|| format!("optimizing {}", args.graph.display()))?;
-            let plans = ["program-order", "concerto"]
+            let plans = [Scheduler::ProgramOrder, Scheduler::Concerto]
                 .into_iter()
-                .filter_map(|name| r.get(name).map(|s| (name, s.plan.clone())))
+                .filter_map(|s| r.get(s).map(|x| (s.as_str(), x.plan.clone())))
                 .collect();
             (plans, r.durations, r.contention)
         }

@@ -660,3 +660,58 @@ fn bench_ablation_compares_the_families_on_one_graph() {
     // Across two nodes on the roofline profile, the rings hide the gathers: strictly shorter.
     assert!(r["ring_ns"].as_u64().unwrap() < s, "{r}");
 }
+
+#[test]
+fn simulate_gives_the_makespan_optimize_printed_for_s_sad_and_joint() {
+    let dir = scratch("simulate");
+    let graph = dir.join("gpt8.json").display().to_string();
+    let o = concerto(&["model", "gpt", "--layers", "2", "--tp", "8", "-o", &graph]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut kept_rows = Vec::new();
+    for (mode, key) in [
+        ("off", "optimized_ns"),
+        ("sequential", "decomposed_ns"),
+        ("joint", "joint_ns"),
+    ] {
+        let plan = dir.join(format!("plan-{mode}.json")).display().to_string();
+        let out = dir.join(format!("graph-{mode}.json")).display().to_string();
+        let o = concerto(&[
+            "optimize",
+            &graph,
+            "--time-limit",
+            "2",
+            "--decompose",
+            mode,
+            "--plan",
+            &plan,
+            "--graph-out",
+            &out,
+            "--json",
+        ]);
+        assert!(o.status.success(), "{mode}: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let kept = v["kept"].as_str().unwrap().to_string();
+        let kept_ns = v["kept_ns"].as_u64().unwrap();
+        // The row this mode adds is what was kept, at the makespan its key reports.
+        assert_eq!(v[key].as_u64().unwrap(), kept_ns, "{mode}: {v}");
+        let o = concerto(&["simulate", &out, "--plan", &plan, "--json"]);
+        assert!(o.status.success(), "{mode}: {}", stderr(&o));
+        let sim: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(sim["makespan_ns"].as_u64().unwrap(), kept_ns, "{mode}: {sim} vs {v}");
+        // The table says the same.
+        let o = concerto(&["simulate", &out, "--plan", &plan]);
+        assert!(
+            stdout(&o).contains(&format!("{:.3} ms", kept_ns as f64 / 1e6)),
+            "{}",
+            stdout(&o)
+        );
+        if kept != "S" {
+            // A rewritten graph's plan does not fit the original graph: said, not simulated.
+            let o = concerto(&["simulate", &graph, "--plan", &plan]);
+            assert_eq!(o.status.code(), Some(2), "{mode}: {}", stdout(&o));
+        }
+        kept_rows.push(kept);
+    }
+    // The three rows were each the result once: the test covers S, S+AD and joint plans.
+    assert_eq!(kept_rows, ["S", "S+AD", "joint"]);
+}

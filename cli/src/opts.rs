@@ -1,0 +1,223 @@
+//! The options shared by `optimize`, `decompose`, `bench graphs|ablation` and `run-cuda`, and
+//! how they become a [`Pipeline`].
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+use concerto_graph::Hardware;
+use concerto_pipeline::{Config, Pipeline, ScheduleConfig, Solvers};
+use concerto_rcpsp::OddEvenConfig;
+
+use crate::solve::{default_solver, registry, time_limit};
+
+/// Whether to fuse collectives.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fuse {
+    /// No fusion.
+    Off,
+    /// Fuse, then schedule.
+    On,
+}
+
+/// Whether and how to decompose ([`concerto_pipeline::Decompose`]).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decompose {
+    /// Schedule only.
+    Off,
+    /// Choose decompositions with the exact selection model (a MILP through the backends),
+    /// then schedule.
+    Sequential,
+    /// Choose decompositions greedily, re-evaluating after each, then schedule.
+    Greedy,
+    /// Sequential first, then decide every region's decomposition together with the order
+    /// around it (exact windows over the union of all candidates).
+    Joint,
+}
+
+impl From<Decompose> for concerto_pipeline::Decompose {
+    fn from(d: Decompose) -> Self {
+        match d {
+            Decompose::Off => Self::Off,
+            Decompose::Sequential => Self::Sequential,
+            Decompose::Greedy => Self::Greedy,
+            Decompose::Joint => Self::Joint,
+        }
+    }
+}
+
+/// Which decomposition families the selection tries ([`concerto_pipeline::Families`]).
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Families {
+    /// Both: splits into chunks and collective-matmul rings.
+    All,
+    /// Concerto's splits into chunks only.
+    Split,
+    /// Collective-matmul rings only (Wang et al., ASPLOS 2023).
+    Ring,
+}
+
+impl From<Families> for concerto_pipeline::Families {
+    fn from(f: Families) -> Self {
+        match f {
+            Families::All => Self::All,
+            Families::Split => Self::Split,
+            Families::Ring => Self::Ring,
+        }
+    }
+}
+
+/// The time limit when neither `--time-limit` nor `--work-limit` is given (seconds).
+const DEFAULT_TIME_LIMIT_S: f64 = 10.0;
+
+/// Options shared by `concerto optimize` and the commands built on the same pipeline.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct OptimizeOpts {
+    /// Hardware profile: `h100` (measured tables), `a800` (roofline, the paper's cluster) or
+    /// `a800-pcie` (the same without NVLink).
+    #[arg(long, default_value = "h100")]
+    pub(crate) hardware: String,
+    /// GPUs per node: decides which collectives of an imported `.hlo` cross nodes, and the
+    /// profile's node size.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) gpus_per_node: u32,
+    /// Compute slowdown while a collective runs (default: the profile's).
+    #[arg(long, value_name = "X")]
+    pub(crate) contention: Option<f64>,
+    /// The exact solver of the windows (`concerto solvers` lists them).
+    #[arg(long, default_value_t = default_solver().to_string())]
+    pub(crate) solver: String,
+    /// Ops per odd-even block (a window holds two blocks).
+    #[arg(long, value_name = "B", default_value_t = ScheduleConfig::default().oddeven.block)]
+    pub(crate) window: usize,
+    /// Largest block of the escalating windows (the driver doubles the block while more than
+    /// half the budget is left).
+    #[arg(long, value_name = "B", default_value_t = ScheduleConfig::default().max_block)]
+    pub(crate) max_window: usize,
+    /// Odd-even rounds.
+    #[arg(long, value_name = "K", default_value_t = ScheduleConfig::default().oddeven.rounds)]
+    pub(crate) rounds: usize,
+    /// Time limit of each window's solve, in seconds (without `--work-limit`).
+    #[arg(long, value_name = "SECS", default_value_t = ScheduleConfig::default().oddeven.window_time_limit.as_secs_f64())]
+    pub(crate) window_time_limit: f64,
+    /// Time limit of each schedule, in seconds [default: 10, none with --work-limit].
+    #[arg(long, value_name = "SECS")]
+    pub(crate) time_limit: Option<f64>,
+    /// A deterministic work budget for each schedule (solver work: conflicts for pumpkin):
+    /// the same input and seed give a byte-identical plan on any machine and load. Replaces
+    /// the default time limit; an explicit `--time-limit` stays as a safety net.
+    #[arg(long, value_name = "N")]
+    pub(crate) work_limit: Option<u64>,
+    /// How far the Inductor-like baseline moves an op, in program positions.
+    #[arg(long, value_name = "N", default_value_t = concerto_graph::baselines::INDUCTOR_DISTANCE)]
+    pub(crate) inductor_distance: usize,
+    /// Seed of every random choice.
+    #[arg(long, default_value_t = 0)]
+    pub(crate) seed: u64,
+    /// Decomposition around critical collectives: `off`, `sequential` (choose decompositions
+    /// on the schedule-only result, then schedule the rewritten graph), `greedy` or `joint`.
+    #[arg(long, value_enum, default_value_t = Decompose::Off)]
+    pub(crate) decompose: Decompose,
+    /// Collective fusion (bucketing, boundaries chosen by simulating concerto's plan with
+    /// each candidate bucket): `on` adds the row `concerto+fuse`, the schedule of the fused
+    /// graph, kept when not longer than unfused.
+    #[arg(long, value_enum, default_value_t = Fuse::Off)]
+    pub(crate) fuse: Fuse,
+    /// Cost chunks as the op's duration x X / N instead of looking them up in the tables.
+    #[arg(long, value_name = "X")]
+    pub(crate) split_slowdown: Option<f64>,
+    /// Decomposition families tried: `all`, `split` (Concerto's chunks) or `ring`
+    /// (collective matmul around all-gathers and reduce-scatters that feed or follow a GEMM).
+    #[arg(long, value_enum, default_value_t = Families::All)]
+    pub(crate) families: Families,
+    /// Worker threads (windows of one pass in parallel).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) threads: usize,
+}
+
+impl OptimizeOpts {
+    /// The hardware profile of `--hardware`, `--gpus-per-node` and `--contention`.
+    pub(crate) fn hardware(&self) -> anyhow::Result<Hardware> {
+        let hw = Hardware::by_name(&self.hardware)?.with_gpus_per_node(self.gpus_per_node)?;
+        Ok(match self.contention {
+            Some(c) => hw.with_contention(c)?,
+            None => hw,
+        })
+    }
+
+    /// The time limit of each schedule: `--time-limit`, else 10 s unless `--work-limit`.
+    pub(crate) fn time_limit(&self) -> anyhow::Result<Option<Duration>> {
+        match (self.time_limit, self.work_limit) {
+            (Some(t), _) => time_limit(Some(t)),
+            (None, Some(_)) => Ok(None),
+            (None, None) => time_limit(Some(DEFAULT_TIME_LIMIT_S)),
+        }
+    }
+
+    /// The S step's options.
+    pub(crate) fn schedule_config(&self) -> anyhow::Result<ScheduleConfig> {
+        if self.window == 0 {
+            anyhow::bail!("--window must be at least 1");
+        }
+        if self.threads == 0 {
+            anyhow::bail!("--threads must be at least 1");
+        }
+        if self.work_limit == Some(0) {
+            anyhow::bail!("--work-limit must be at least 1");
+        }
+        let window_time_limit = time_limit(Some(self.window_time_limit))
+            .map_err(|_| {
+                anyhow::anyhow!("--window-time-limit must be a positive number of seconds")
+            })?
+            .unwrap_or(Duration::from_millis(100));
+        let defaults = ScheduleConfig::default();
+        Ok(ScheduleConfig {
+            oddeven: OddEvenConfig {
+                block: self.window,
+                rounds: self.rounds,
+                window_time_limit,
+                ..defaults.oddeven
+            },
+            time_limit: self.time_limit()?,
+            work_limit: self.work_limit,
+            seed: self.seed,
+            threads: self.threads,
+            inductor_distance: self.inductor_distance,
+            max_block: self.max_window.max(self.window),
+            hints: Vec::new(),
+        })
+    }
+
+    /// The pipeline's options.
+    pub(crate) fn config(&self) -> anyhow::Result<Config> {
+        if let Some(x) = self.split_slowdown {
+            if !(x.is_finite() && x > 0.0) {
+                anyhow::bail!("--split-slowdown must be a positive number, got {x}");
+            }
+        }
+        let mut config = Config::new(self.hardware()?);
+        config.schedule = self.schedule_config()?;
+        config.decompose = self.decompose.into();
+        config.select =
+            concerto_pipeline::Families::from(self.families).select_config(self.split_slowdown);
+        config.fuse = self.fuse == Fuse::On;
+        Ok(config)
+    }
+
+    /// The solvers: `--solver` from the registry for the windows and, in joint mode, as the
+    /// modal solver; the backends' default selector for the decomposition choice.
+    pub(crate) fn solvers(&self) -> anyhow::Result<Solvers> {
+        let solver: Arc<dyn concerto_rcpsp::Solver> = registry().get(&self.solver)?.into();
+        let mut solvers =
+            Solvers::new(solver).with_selector(std::sync::Arc::new(concerto_rcpsp::Enumeration)); // XXX default_selector
+        if self.decompose == Decompose::Joint {
+            solvers = solvers.with_modal(concerto_backends::modal_solver(&self.solver)?.into()); // XXX registry().modal
+        }
+        Ok(solvers)
+    }
+
+    /// The pipeline these options describe.
+    pub(crate) fn pipeline(&self) -> anyhow::Result<Pipeline> {
+        Ok(Pipeline::new(self.config()?, self.solvers()?))
+    }
+}

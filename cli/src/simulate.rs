@@ -1,0 +1,106 @@
+//! `concerto simulate`: evaluate any stream plan of a graph with the simulator.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+use concerto_graph::{trace, StreamPlan};
+use serde::Serialize;
+
+use crate::io::{read_graph, write};
+use crate::report::ms;
+use crate::Failure;
+
+/// Arguments of `concerto simulate`.
+#[derive(Args, Debug)]
+pub(crate) struct SimulateArgs {
+    /// The graph the plan belongs to: native `.json` or an XLA HLO text module (`.hlo`).
+    pub(crate) graph: PathBuf,
+    /// The plan (JSON, as `concerto optimize --plan` writes it).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) plan: PathBuf,
+    /// Hardware profile: `h100`, `a800` or `a800-pcie`.
+    #[arg(long, default_value = "h100")]
+    pub(crate) hardware: String,
+    /// GPUs per node.
+    #[arg(long, default_value_t = 8)]
+    pub(crate) gpus_per_node: u32,
+    /// Compute slowdown while a collective runs (default: the profile's).
+    #[arg(long, value_name = "X")]
+    pub(crate) contention: Option<f64>,
+    /// Write a Chrome trace (Perfetto) of the timeline.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) trace: Option<PathBuf>,
+    /// Write an SVG Gantt chart of the timeline.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) svg: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Serialize)]
+struct SimulateJson {
+    graph: String,
+    hardware: String,
+    contention: f64,
+    ops: usize,
+    makespan_ns: u64,
+    exposed_comm_ns: u64,
+    peak_memory_bytes: u64,
+    lower_bound_ns: u64,
+}
+
+pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
+    let graph = read_graph(&args.graph, args.gpus_per_node)?;
+    let hw = concerto_graph::Hardware::by_name(&args.hardware)?
+        .with_gpus_per_node(args.gpus_per_node)?;
+    let hardware = match args.contention {
+        Some(c) => hw.with_contention(c)?,
+        None => hw,
+    };
+    let text = std::fs::read_to_string(&args.plan)
+        .with_context(|| format!("reading {}", args.plan.display()))?;
+    let plan = StreamPlan::from_json(&graph, &text)
+        .with_context(|| format!("reading plan {}", args.plan.display()))?;
+    let e = concerto_pipeline::evaluate(&graph, &hardware, &plan)
+        .with_context(|| format!("simulating {}", args.plan.display()))?;
+    let timelines = [("plan", &e.timeline)];
+    if let Some(path) = &args.trace {
+        write(path, &trace::chrome_trace_string(&graph, &timelines))?;
+    }
+    if let Some(path) = &args.svg {
+        write(path, &trace::svg_gantt(&graph, &timelines))?;
+    }
+    let out = SimulateJson {
+        graph: graph.name().to_string(),
+        hardware: hardware.name.clone(),
+        contention: hardware.contention,
+        ops: graph.len(),
+        makespan_ns: e.makespan_ns,
+        exposed_comm_ns: e.exposed_comm_ns,
+        peak_memory_bytes: e.peak_memory_bytes,
+        lower_bound_ns: e.lower_bound_ns,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&out)?);
+        return Ok(());
+    }
+    println!("graph        {} ({} ops)", out.graph, out.ops);
+    println!(
+        "hardware     {} (compute {:.2}x slower while a collective runs)",
+        out.hardware, out.contention
+    );
+    println!(
+        "makespan     {} ms ({:+.1}% above the lower bound {} ms)",
+        ms(out.makespan_ns),
+        (out.makespan_ns as f64 / out.lower_bound_ns.max(1) as f64 - 1.0) * 100.0,
+        ms(out.lower_bound_ns)
+    );
+    println!("exposed comm {} ms", ms(out.exposed_comm_ns));
+    println!(
+        "peak memory  {:.2} GiB",
+        out.peak_memory_bytes as f64 / (1u64 << 30) as f64
+    );
+    Ok(())
+}
