@@ -211,9 +211,19 @@ fn bench_checks_every_schedule_against_the_reference() {
         "--json",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "--json prints nothing but the JSON");
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     for key in [
+        "solver",
+        "dir",
+        "time_limit_s",
+        "seed",
+        "jobs",
+        "threads",
         "instances",
+        "equal_best_known",
+        "contradictions",
+        "errors",
         "checked",
         "proven_optimal",
         "mean_pct_above_best_known",
@@ -246,4 +256,74 @@ fn bench_checks_every_schedule_against_the_reference() {
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stderr(&o).contains("j301_1"), "{}", stderr(&o));
+}
+
+#[test]
+fn bench_scale_json_keeps_its_keys_and_stays_quiet() {
+    let o = concerto(&[
+        "bench",
+        "scale",
+        "--sizes",
+        "60",
+        "--window",
+        "10",
+        "--rounds",
+        "1",
+        "--window-time-limit",
+        "0.05",
+        "--start-schedules",
+        "20",
+        "--solver",
+        "sgs",
+        "--threads",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "--json prints nothing but the JSON");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    for key in [
+        "solver",
+        "window",
+        "rounds",
+        "window_time_limit_s",
+        "threads",
+        "sizes",
+    ] {
+        assert!(v.get(key).is_some(), "missing `{key}` in {v}");
+    }
+    assert_eq!(v["solver"], "sgs");
+    let rows = v["sizes"].as_array().expect("an array of sizes");
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    for key in [
+        "n",
+        "rounds",
+        "time_s",
+        "start_makespan",
+        "start_time_s",
+        "makespan",
+        "lower_bound",
+        "bound",
+        "gap_pct",
+        "heuristic_makespan",
+        "heuristic_time_s",
+        "heuristic_gap_pct",
+        "peak_rss_mb",
+        "round_reports",
+    ] {
+        assert!(row.get(key).is_some(), "missing `{key}` in {row}");
+    }
+    let makespan = row["makespan"].as_i64().unwrap();
+    assert!(makespan >= row["lower_bound"].as_i64().unwrap(), "{row}");
+    assert!(makespan <= row["start_makespan"].as_i64().unwrap(), "{row}");
+    assert_eq!(row["round_reports"].as_array().unwrap().len(), 1);
+
+    let o = concerto(&["bench", "scale", "--sizes", "60", "--channels", "3"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("channels must be 1 or 2, got 3"),
+        "{}",
+        stderr(&o)
+    );
 }
