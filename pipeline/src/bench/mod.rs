@@ -26,7 +26,7 @@ pub mod scale;
 #[non_exhaustive]
 pub enum BenchError {
     /// The instance directory could not be listed.
-    #[error("reading directory {}: {source}", dir.display())]
+    #[error("reading directory {}", dir.display())]
     ReadDir {
         /// The directory.
         dir: PathBuf,
@@ -57,7 +57,7 @@ pub enum BenchError {
         reason: String,
     },
     /// A solver failed (an error, not an outcome such as a time limit).
-    #[error("{solver} on {instance}: {source}")]
+    #[error("{solver} failed on {instance}")]
     Solve {
         /// The instance.
         instance: String,
@@ -76,7 +76,7 @@ pub enum BenchError {
         solver: String,
     },
     /// A schedule failed the independent checker: a solver bug, never an outcome.
-    #[error("the schedule {solver} found for {instance} fails the checker: {source}")]
+    #[error("the schedule {solver} found for {instance} fails the checker")]
     Unchecked {
         /// The instance.
         instance: String,

@@ -330,3 +330,42 @@ fn peak_rss_mb() -> Option<f64> {
     let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb / 1024.0)
 }
+
+#[cfg(all(test, feature = "serde"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_row_round_trips_through_json_with_its_bound_named() {
+        let row = ScaleRow {
+            n: 10,
+            rounds: 1,
+            time_s: 0.5,
+            start_makespan: 12,
+            start_time_s: 0.1,
+            makespan: 11,
+            lower_bound: 10,
+            bound: BoundKind::Energy,
+            gap_pct: 10.0,
+            heuristic_makespan: 12,
+            heuristic_time_s: 0.5,
+            heuristic_gap_pct: 20.0,
+            peak_rss_mb: None,
+            round_reports: vec![ScaleRound {
+                round: 1,
+                makespan: 11,
+                lower_bound: 10,
+                windows: 2,
+                improved: 1,
+                time_s: 0.4,
+            }],
+        };
+        let json = serde_json::to_value(&row).unwrap();
+        assert_eq!(json["bound"], "energy");
+        let back: ScaleRow = serde_json::from_value(json).unwrap();
+        assert_eq!(back, row);
+        let mut bad = serde_json::to_value(&row).unwrap();
+        bad["bound"] = "guess".into();
+        assert!(serde_json::from_value::<ScaleRow>(bad).is_err());
+    }
+}
