@@ -3,18 +3,15 @@
 //! `--sweep-slowdown`, the same selection under fixed split slowdowns (sensitivity).
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use anyhow::Context as _;
 use clap::Args;
 use concerto_graph::Graph;
-use concerto_pipeline::analysis::{candidates_tried, critical_collectives, CriticalCollective};
-use concerto_pipeline::{Decomposed, Selected};
-use serde::Serialize;
+use concerto_pipeline::analysis::{decompose_report, sweep_row, SweepRow};
 
 use crate::io::read_graph;
 use crate::opts::{Decompose, OptimizeOpts};
-use crate::report::{gain_pct, ms, DecompositionJson};
+use crate::report::ms;
 use crate::table::Table;
 use crate::Failure;
 
@@ -63,129 +60,6 @@ fn parse_factors(list: &str) -> anyhow::Result<Vec<(String, f64)>> {
         .collect()
 }
 
-/// `2x3, 4x1`: each chunk count and how many decompositions use it.
-fn n_values(s: &Selected) -> String {
-    let mut counts = std::collections::BTreeMap::<u32, usize>::new();
-    for d in &s.decompositions {
-        *counts.entry(d.n).or_default() += 1;
-    }
-    if counts.is_empty() {
-        return "-".into();
-    }
-    counts
-        .iter()
-        .map(|(n, k)| format!("{n}x{k}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-/// A critical collective in the JSON report.
-#[derive(Serialize)]
-struct CriticalJson {
-    name: String,
-    kind: String,
-    bytes: u64,
-    duration_ns: u64,
-    exposed_ns: u64,
-}
-
-impl From<CriticalCollective> for CriticalJson {
-    fn from(c: CriticalCollective) -> Self {
-        Self {
-            name: c.name,
-            kind: c.kind,
-            bytes: c.bytes,
-            duration_ns: c.duration_ns,
-            exposed_ns: c.exposed_ns,
-        }
-    }
-}
-
-/// A decomposition chosen, with its evaluated effect.
-#[derive(Serialize)]
-struct ChosenJson {
-    #[serde(flatten)]
-    d: DecompositionJson,
-    before_ns: u64,
-    after_ns: u64,
-}
-
-fn chosen_json(s: &Selected) -> Vec<ChosenJson> {
-    s.decompositions
-        .iter()
-        .map(|x| ChosenJson {
-            d: DecompositionJson::of(x),
-            before_ns: x.before_ns,
-            after_ns: x.after_ns,
-        })
-        .collect()
-}
-
-/// A candidate tried, evaluated alone (`--candidates`).
-#[derive(Serialize)]
-struct CandidateJson {
-    collective: String,
-    family: &'static str,
-    /// `rows/4`, `ring/8`.
-    label: String,
-    context_ops: usize,
-    evaluated_ns: u64,
-    /// Evaluated gain over the best baseline, percent (negative: longer).
-    gain_pct: f64,
-}
-
-/// The JSON report of `concerto decompose` without a sweep.
-#[derive(Serialize)]
-struct DecomposeJson {
-    graph: String,
-    hardware: String,
-    contention: f64,
-    ops: usize,
-    collectives: usize,
-    slowdown: Option<f64>,
-    baseline_ns: u64,
-    threshold: f64,
-    critical: Vec<CriticalJson>,
-    /// With `--candidates`: every candidate tried.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    candidates: Option<Vec<CandidateJson>>,
-    decompositions: Vec<ChosenJson>,
-    n_values: String,
-    evaluated_before_ns: u64,
-    evaluated_after_ns: u64,
-    optimized_ns: u64,
-    /// S+AD as the pipeline reports it: the rewritten graph's makespan when not longer
-    /// than S, else S.
-    decomposed_ns: u64,
-    /// The rewritten graph's makespan, kept or not (`null` when nothing was chosen).
-    rewritten_ns: Option<u64>,
-    decomposed_ops: usize,
-    ad_gain_pct: f64,
-    time_s: f64,
-}
-
-/// One row of `--sweep-slowdown`.
-#[derive(Serialize)]
-struct SweepJson {
-    /// `measured` or the factor as written.
-    label: String,
-    /// `null` for the measured tables.
-    slowdown: Option<f64>,
-    decompositions: Vec<ChosenJson>,
-    n_values: String,
-    evaluated_before_ns: u64,
-    evaluated_after_ns: u64,
-    optimized_ns: u64,
-    /// S+AD as the pipeline reports it: the rewritten graph's makespan when not longer
-    /// than S, else S.
-    decomposed_ns: u64,
-    /// The rewritten graph's makespan, kept or not (`null` when nothing was chosen).
-    rewritten_ns: Option<u64>,
-    decomposed_ops: usize,
-    ad_gain_pct: f64,
-    time_s: f64,
-}
-
 pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
     if args.opts.decompose == Decompose::Off {
         return Err(anyhow::anyhow!(
@@ -208,7 +82,6 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
     let mut pipeline = args.opts.pipeline()?;
     let hardware = pipeline.config.hardware.clone();
     let graph = read_graph(&args.graph, args.opts.gpus_per_node)?;
-    let t = Instant::now();
     let s = pipeline
         .schedule(&graph, Vec::new())
         .with_context(|| format!("optimizing {}", args.graph.display()))?;
@@ -227,90 +100,25 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
     };
     let mut rows = Vec::new();
     for (label, slowdown) in slowdowns {
-        let t = Instant::now();
-        pipeline.config.select.slowdown = slowdown;
-        let d: Decomposed = pipeline
-            .decompose(&graph, s_ns)
+        let row = sweep_row(&pipeline, &graph, &s, label.clone(), slowdown)
             .with_context(|| format!("decomposing {} (slowdown {label})", graph.name()))?;
-        let ops = match &d.schedule {
-            Some(o) if d.kept => o.ops,
-            _ => s.ops,
-        };
         if factors.is_some() && !args.json {
             eprintln!(
                 "{label}: {} decomposition(s), S+AD {} ms ({:.1} s)",
-                d.selected.decompositions.len(),
-                ms(d.makespan_ns),
-                t.elapsed().as_secs_f64()
+                row.decompositions.len(),
+                ms(row.decomposed_ns),
+                row.time_s
             );
         }
-        rows.push(SweepJson {
-            label,
-            slowdown,
-            decompositions: chosen_json(&d.selected),
-            n_values: n_values(&d.selected),
-            evaluated_before_ns: d.selected.before_ns,
-            evaluated_after_ns: d.selected.after_ns,
-            optimized_ns: s_ns,
-            decomposed_ns: d.makespan_ns,
-            rewritten_ns: d.schedule.as_ref().map(|o| o.concerto().makespan_ns()),
-            decomposed_ops: ops,
-            ad_gain_pct: gain_pct(s_ns, d.makespan_ns),
-            time_s: t.elapsed().as_secs_f64(),
-        });
+        rows.push(row);
     }
     if factors.is_some() {
         print_sweep(args, &graph, &hardware.name, s_ns, &rows)?;
         return Ok(());
     }
     let row = rows.pop().expect("one row");
-    let threshold = pipeline.config.select.threshold;
-    let (baseline_ns, crit) = critical_collectives(&graph, &hardware, threshold)?;
-    let crit: Vec<CriticalJson> = crit.into_iter().map(CriticalJson::from).collect();
-    let candidates = if args.candidates {
-        pipeline.config.select.slowdown = args.opts.split_slowdown;
-        let (before, tried) = candidates_tried(&graph, &hardware, &pipeline.config.select)?;
-        Some(
-            tried
-                .iter()
-                .map(|c| {
-                    let d = &c.decomposition;
-                    CandidateJson {
-                        collective: d.collective.clone(),
-                        family: d.family.as_str(),
-                        label: d.label(),
-                        context_ops: d.context_ops,
-                        evaluated_ns: d.after_ns,
-                        gain_pct: gain_pct(before, d.after_ns),
-                    }
-                })
-                .collect(),
-        )
-    } else {
-        None
-    };
-    let report = DecomposeJson {
-        graph: graph.name().to_string(),
-        hardware: hardware.name.clone(),
-        contention: s.contention,
-        ops: s.ops,
-        collectives: s.collectives,
-        slowdown: row.slowdown,
-        baseline_ns,
-        threshold,
-        critical: crit,
-        candidates,
-        decompositions: row.decompositions,
-        n_values: row.n_values,
-        evaluated_before_ns: row.evaluated_before_ns,
-        evaluated_after_ns: row.evaluated_after_ns,
-        optimized_ns: s_ns,
-        decomposed_ns: row.decomposed_ns,
-        rewritten_ns: row.rewritten_ns,
-        decomposed_ops: row.decomposed_ops,
-        ad_gain_pct: row.ad_gain_pct,
-        time_s: t.elapsed().as_secs_f64(),
-    };
+    pipeline.config.select.slowdown = args.opts.split_slowdown;
+    let report = decompose_report(&pipeline, &graph, &s, row, args.candidates)?;
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());
@@ -394,11 +202,11 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
         ]);
         for d in &r.decompositions {
             t.row(vec![
-                d.d.collective.clone(),
-                d.d.family.to_string(),
-                d.d.axis.to_string(),
-                d.d.n.to_string(),
-                d.d.context_size.to_string(),
+                d.decomposition.collective.clone(),
+                d.decomposition.family.to_string(),
+                d.decomposition.axis.to_string(),
+                d.decomposition.n.to_string(),
+                d.decomposition.context_size.to_string(),
                 ms(d.before_ns),
                 ms(d.after_ns),
             ]);
@@ -431,7 +239,7 @@ fn print_sweep(
     graph: &Graph,
     hardware: &str,
     s_ns: u64,
-    rows: &[SweepJson],
+    rows: &[SweepRow],
 ) -> anyhow::Result<()> {
     if args.json {
         println!("{}", serde_json::to_string(rows)?);

@@ -67,7 +67,7 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
         .partition(|(op, _)| op.is_collective());
     let comm: u64 = comm.into_iter().map(|(_, d)| d).sum();
     let compute: u64 = compute.into_iter().map(|(_, d)| d).sum();
-    let summary = crate::model::Summary::of(&graph);
+    let summary = concerto_graph::summary::Summary::of(&graph);
     let out = ImportJson {
         module: graph.name().to_string(),
         instructions: report.instructions,

@@ -6,7 +6,8 @@ use clap::{Args, Subcommand};
 use concerto_graph::models::{
     self, EvoformerConfig, GptConfig, Model, Parallel, VitConfig, WideResNetConfig, Zero,
 };
-use concerto_graph::{CollectiveKind, DType, Graph, LinkClass};
+use concerto_graph::summary::Summary;
+use concerto_graph::DType;
 
 use crate::io::write_graph;
 use crate::Failure;
@@ -239,84 +240,6 @@ impl ModelKind {
     }
 }
 
-/// Counts of a graph for summaries.
-#[derive(serde::Serialize)]
-pub(crate) struct Summary {
-    pub(crate) name: String,
-    pub(crate) ops: usize,
-    pub(crate) compute_ops: usize,
-    pub(crate) collectives: std::collections::BTreeMap<String, usize>,
-    pub(crate) links: Vec<String>,
-    pub(crate) flops: u64,
-    pub(crate) collective_bytes: u64,
-}
-
-impl Summary {
-    pub(crate) fn of(graph: &Graph) -> Self {
-        let mut collectives = std::collections::BTreeMap::new();
-        let mut flops = 0u64;
-        let mut bytes = 0u64;
-        for op in graph.ops() {
-            match op.kind {
-                concerto_graph::OpKind::Compute { flops: f, .. } => flops += f,
-                concerto_graph::OpKind::Collective { kind, bytes: b, .. } => {
-                    *collectives.entry(kind.as_str().to_string()).or_default() += 1;
-                    bytes += b;
-                }
-            }
-        }
-        Self {
-            name: graph.name().to_string(),
-            ops: graph.len(),
-            compute_ops: graph.len() - graph.collective_count(),
-            collectives,
-            links: graph
-                .link_classes()
-                .into_iter()
-                .map(|l: LinkClass| l.as_str().to_string())
-                .collect(),
-            flops,
-            collective_bytes: bytes,
-        }
-    }
-
-    pub(crate) fn print(&self) {
-        println!("graph        {}", self.name);
-        println!(
-            "ops          {} ({} compute, {} collectives)",
-            self.ops,
-            self.compute_ops,
-            self.ops - self.compute_ops
-        );
-        let kinds: Vec<String> = CollectiveKind::ALL
-            .iter()
-            .filter_map(|k| {
-                self.collectives
-                    .get(k.as_str())
-                    .map(|n| format!("{} {n}", k.as_str()))
-            })
-            .collect();
-        println!(
-            "collectives  {}",
-            if kinds.is_empty() {
-                "none".into()
-            } else {
-                kinds.join(", ")
-            }
-        );
-        println!(
-            "links        {}",
-            if self.links.is_empty() {
-                "none".into()
-            } else {
-                self.links.join(", ")
-            }
-        );
-        println!("flops        {:.3e}", self.flops as f64);
-        println!("comm bytes   {:.3e}", self.collective_bytes as f64);
-    }
-}
-
 pub(crate) fn run(args: &ModelArgs) -> Result<(), Failure> {
     let (model, parallel) = args.model.spec()?;
     let graph = models::build(&model, &parallel)?;
@@ -327,12 +250,10 @@ pub(crate) fn run(args: &ModelArgs) -> Result<(), Failure> {
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
-        summary.print();
+        print!("{summary}");
         if let Some(path) = &args.output {
             println!("written      {}", path.display());
         }
     }
     Ok(())
 }
-
-

@@ -1,19 +1,17 @@
 //! `concerto optimize`: run the pipeline on a training-step graph and compare with the
 //! baselines.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
 use concerto_graph::trace;
-use concerto_pipeline::{NoiseConfig, Report, Row, Scheduled, Scheduler};
-use serde::Serialize;
+use concerto_pipeline::{NoiseConfig, Row, Scheduled, Scheduler};
 
 use crate::io::{read_graph, write, write_graph};
 use crate::opts::OptimizeOpts;
 use crate::progress;
-use crate::report::{ms, pct, ComparisonJson, DecompositionJson};
+use crate::report::{ms, pct};
 use crate::table::Table;
 use crate::Failure;
 
@@ -48,125 +46,6 @@ pub(crate) struct OptimizeArgs {
     /// Print one JSON object instead of the table.
     #[arg(long)]
     pub(crate) json: bool,
-}
-
-/// One scheduler in the JSON report.
-#[derive(Serialize)]
-struct SchedulerJson {
-    makespan_ns: u64,
-    exposed_comm_ns: u64,
-    peak_memory_bytes: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    noise_mean_ns: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    noise_worst_ns: Option<u64>,
-}
-
-/// The JSON report of `concerto optimize`.
-#[derive(Serialize)]
-struct OptimizeJson {
-    graph: String,
-    hardware: String,
-    contention: f64,
-    #[serde(flatten)]
-    comparison: ComparisonJson,
-    time_s: f64,
-    origin: &'static str,
-    solver: String,
-    solver_status: String,
-    solver_makespan_ns: u64,
-    /// The solver's own plan, simulated (apart from any fallback to a baseline).
-    solver_plan_ns: u64,
-    /// Solver work spent by the S step.
-    work: u64,
-    start_makespan_ns: u64,
-    /// The row whose plan `--plan` writes: `S`, `S+AD`, `joint` or `S+F`.
-    kept: &'static str,
-    /// Its simulated makespan.
-    kept_ns: u64,
-    schedulers: BTreeMap<&'static str, SchedulerJson>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    fused_ns: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    buckets: Option<usize>,
-    /// S+AD: the rewritten graph's makespan when kept (not longer than S), else S.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    decomposed_ns: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    decompositions: Option<Vec<DecompositionJson>>,
-    /// The rewritten graph's makespan when the decompositions were not kept.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rejected_decomposed_ns: Option<u64>,
-    /// `--decompose joint`: the joint makespan, never above S+AD (or S).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    joint_ns: Option<u64>,
-    /// `--decompose joint`: the candidates applied.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    joint_decompositions: Option<Vec<String>>,
-    /// `--decompose joint`: wall time of the joint step.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    joint_time_s: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    noise_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    noise_samples: Option<usize>,
-}
-
-fn json(args: &OptimizeArgs, r: &Report) -> OptimizeJson {
-    let s = &r.schedule;
-    OptimizeJson {
-        graph: r.graph.name().to_string(),
-        hardware: args.opts.hardware.clone(),
-        contention: s.contention,
-        comparison: ComparisonJson::of(s),
-        time_s: r.time.as_secs_f64(),
-        origin: s.origin.as_str(),
-        solver: s.solver.clone(),
-        solver_status: s.solver_status.to_string(),
-        solver_makespan_ns: s.solver_makespan_ns,
-        solver_plan_ns: s.solver_plan.makespan_ns(),
-        work: s.work,
-        start_makespan_ns: s.start_makespan_ns,
-        kept: r.kept.as_str(),
-        kept_ns: r.result().1.makespan_ns(),
-        schedulers: s
-            .results
-            .iter()
-            .enumerate()
-            .map(|(i, x)| {
-                (
-                    x.scheduler.as_str(),
-                    SchedulerJson {
-                        makespan_ns: x.makespan_ns(),
-                        exposed_comm_ns: x.exposed_comm_ns,
-                        peak_memory_bytes: x.peak_memory_bytes,
-                        noise_mean_ns: r.noise.as_ref().map(|n| n[i].mean_ns),
-                        noise_worst_ns: r.noise.as_ref().map(|n| n[i].worst_ns),
-                    },
-                )
-            })
-            .collect(),
-        fused_ns: r.fusion.as_ref().map(|f| f.makespan_ns),
-        buckets: r
-            .fusion
-            .as_ref()
-            .map(|f| if f.kept { f.fused.buckets.len() } else { 0 }),
-        decomposed_ns: r.decomposed.as_ref().map(|d| d.makespan_ns),
-        decompositions: r
-            .decomposed
-            .as_ref()
-            .map(|d| DecompositionJson::all(d.applied())),
-        rejected_decomposed_ns: r
-            .decomposed
-            .as_ref()
-            .and_then(|d| d.rejected())
-            .map(|(ns, _)| ns),
-        joint_ns: r.joint.as_ref().map(|j| j.makespan_ns),
-        joint_decompositions: r.joint.as_ref().map(|j| j.chosen.clone()),
-        joint_time_s: r.joint.as_ref().map(|j| j.time.as_secs_f64()),
-        noise_pct: args.noise,
-        noise_samples: args.noise.map(|_| args.samples),
-    }
 }
 
 fn row_cells(label: &str, s: &Scheduled, po: u64, bound: u64) -> Vec<String> {
@@ -211,7 +90,7 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         write_graph(path, kept_graph)?;
     }
     if args.json {
-        println!("{}", serde_json::to_string(&json(args, &r))?);
+        println!("{}", serde_json::to_string(&r.summary())?);
         return Ok(());
     }
     println!(

@@ -50,6 +50,7 @@ pub mod lower;
 pub mod models;
 pub mod plan;
 pub mod simulate;
+pub mod summary;
 pub mod trace;
 
 pub use error::GraphError;

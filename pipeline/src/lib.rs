@@ -51,7 +51,7 @@ pub use pipeline::{
     Solvers,
 };
 pub use progress::{Progress, Silent};
-pub use summary::DecompositionSummary;
+pub use summary::{Comparison, DecompositionSummary, ReportSummary, SchedulerSummary};
 pub use schedule::{schedule, Optimized, Origin, ScheduleConfig, Scheduled, Scheduler};
 
 #[cfg(test)]

@@ -276,6 +276,8 @@ impl Row {
 pub struct Report {
     /// The input graph.
     pub graph: Graph,
+    /// The hardware profile's name.
+    pub hardware: String,
     /// S: the baselines and concerto's schedule of the input graph.
     pub schedule: Optimized,
     /// S+AD, when decompositions were asked for.
@@ -287,6 +289,8 @@ pub struct Report {
     /// Mean and worst makespan under noise of each S plan (in [`Optimized::results`]
     /// order), when asked for.
     pub noise: Option<Vec<NoiseStats>>,
+    /// The noise measured, when asked for.
+    pub noise_config: Option<NoiseConfig>,
     /// The row whose plan is the result (the shortest kept row; on a tie the later one).
     pub kept: Row,
     /// Wall time of the call.
@@ -402,6 +406,8 @@ impl Pipeline {
         progress.finish();
         let mut report = Report {
             graph: graph.clone(),
+            hardware: self.config.hardware.name.clone(),
+            noise_config: self.config.noise,
             schedule: s,
             decomposed,
             joint,

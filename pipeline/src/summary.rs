@@ -3,6 +3,9 @@
 use concerto_decomp::select::Decomposition;
 use serde::Serialize;
 
+use crate::pipeline::Report;
+use crate::schedule::{Optimized, Scheduler};
+
 /// One decomposition applied, as reports list it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct DecompositionSummary {
@@ -57,4 +60,200 @@ pub fn count_labels(decompositions: &[DecompositionSummary]) -> String {
         .map(|(label, c)| format!("{c}x {label}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The keys every optimisation report shares (`concerto optimize --json`, the rows of
+/// `concerto bench graphs --json`): concerto's plan against the baselines and the bound.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Comparison {
+    /// Ops in the graph.
+    pub ops: usize,
+    /// Collectives in the graph.
+    pub collectives: usize,
+    /// `max(critical path, busiest stream)` (ns).
+    pub lower_bound_ns: u64,
+    /// Program order's simulated makespan (ns).
+    pub program_order_ns: u64,
+    /// The LHS-like baseline's (ns).
+    pub lhs_ns: u64,
+    /// The Inductor-like baseline's (ns).
+    pub inductor_ns: u64,
+    /// Concerto's (S) (ns).
+    pub optimized_ns: u64,
+    /// Concerto's exposed communication (ns).
+    pub exposed_comm_ns: u64,
+    /// Concerto's peak memory (bytes).
+    pub peak_memory_bytes: u64,
+}
+
+impl Comparison {
+    /// The comparison of an S step.
+    pub fn of(r: &Optimized) -> Self {
+        let get = |s: Scheduler| r.get(s).map_or(0, |s| s.makespan_ns());
+        let c = r.concerto();
+        Self {
+            ops: r.ops,
+            collectives: r.collectives,
+            lower_bound_ns: r.lower_bound_ns,
+            program_order_ns: get(Scheduler::ProgramOrder),
+            lhs_ns: get(Scheduler::Lhs),
+            inductor_ns: get(Scheduler::Inductor),
+            optimized_ns: c.makespan_ns(),
+            exposed_comm_ns: c.exposed_comm_ns,
+            peak_memory_bytes: c.peak_memory_bytes,
+        }
+    }
+}
+
+/// One scheduler of a [`ReportSummary`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SchedulerSummary {
+    /// Simulated makespan (ns).
+    pub makespan_ns: u64,
+    /// Exposed communication (ns).
+    pub exposed_comm_ns: u64,
+    /// Peak memory (bytes).
+    pub peak_memory_bytes: u64,
+    /// Mean makespan under noise (ns), when measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_mean_ns: Option<f64>,
+    /// Worst makespan under noise (ns), when measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_worst_ns: Option<u64>,
+}
+
+/// A [`Report`] flattened for JSON (`concerto optimize --json`): the comparison, the solver's
+/// own result apart from any fallback, every row's makespan, and which row was kept.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReportSummary {
+    /// The graph's name.
+    pub graph: String,
+    /// The hardware profile's name.
+    pub hardware: String,
+    /// Compute slowdown while a collective runs.
+    pub contention: f64,
+    /// Concerto's plan against the baselines and the bound.
+    #[serde(flatten)]
+    pub comparison: Comparison,
+    /// Wall time of the call (s).
+    pub time_s: f64,
+    /// Where concerto's S plan comes from (`solver`, a baseline's name, `hint`).
+    pub origin: &'static str,
+    /// The solver (`<inner>+oddeven`).
+    pub solver: String,
+    /// The solve's status.
+    pub solver_status: String,
+    /// The solver's contention-free makespan (ns).
+    pub solver_makespan_ns: u64,
+    /// The solver's own plan, simulated (ns), apart from any fallback to a baseline.
+    pub solver_plan_ns: u64,
+    /// Solver work spent by the S step (its deterministic unit).
+    pub work: u64,
+    /// Contention-free makespan of the solver's start (ns).
+    pub start_makespan_ns: u64,
+    /// The row whose plan is the result: `S`, `S+AD`, `joint` or `S+F`.
+    pub kept: &'static str,
+    /// Its simulated makespan (ns).
+    pub kept_ns: u64,
+    /// Every S scheduler by name.
+    pub schedulers: std::collections::BTreeMap<&'static str, SchedulerSummary>,
+    /// S+F as reported (the fused graph's makespan when kept, else S).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fused_ns: Option<u64>,
+    /// Buckets of the kept fusion (0 when not kept).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub buckets: Option<usize>,
+    /// S+AD as reported (the rewritten graph's makespan when kept, else S).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decomposed_ns: Option<u64>,
+    /// The decompositions S+AD applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decompositions: Option<Vec<DecompositionSummary>>,
+    /// The rewritten graph's makespan when the decompositions were not kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejected_decomposed_ns: Option<u64>,
+    /// The joint makespan, never above S+AD (or S).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joint_ns: Option<u64>,
+    /// The candidates the joint choice applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joint_decompositions: Option<Vec<String>>,
+    /// Wall time of the joint step (s).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joint_time_s: Option<f64>,
+    /// Noise half-width (percent), when measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_pct: Option<f64>,
+    /// Noise samples, when measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise_samples: Option<usize>,
+}
+
+impl Report {
+    /// The report flattened for JSON (see [`ReportSummary`]).
+    pub fn summary(&self) -> ReportSummary {
+        let s = &self.schedule;
+        ReportSummary {
+            graph: self.graph.name().to_string(),
+            hardware: self.hardware.clone(),
+            contention: s.contention,
+            comparison: Comparison::of(s),
+            time_s: self.time.as_secs_f64(),
+            origin: s.origin.as_str(),
+            solver: s.solver.clone(),
+            solver_status: s.solver_status.to_string(),
+            solver_makespan_ns: s.solver_makespan_ns,
+            solver_plan_ns: s.solver_plan.makespan_ns(),
+            work: s.work,
+            start_makespan_ns: s.start_makespan_ns,
+            kept: self.kept.as_str(),
+            kept_ns: self.result().1.makespan_ns(),
+            schedulers: s
+                .results
+                .iter()
+                .enumerate()
+                .map(|(i, x)| {
+                    (
+                        x.scheduler.as_str(),
+                        SchedulerSummary {
+                            makespan_ns: x.makespan_ns(),
+                            exposed_comm_ns: x.exposed_comm_ns,
+                            peak_memory_bytes: x.peak_memory_bytes,
+                            noise_mean_ns: self.noise.as_ref().map(|n| n[i].mean_ns),
+                            noise_worst_ns: self.noise.as_ref().map(|n| n[i].worst_ns),
+                        },
+                    )
+                })
+                .collect(),
+            fused_ns: self.fusion.as_ref().map(|f| f.makespan_ns),
+            buckets: self
+                .fusion
+                .as_ref()
+                .map(|f| if f.kept { f.fused.buckets.len() } else { 0 }),
+            decomposed_ns: self.decomposed.as_ref().map(|d| d.makespan_ns),
+            decompositions: self
+                .decomposed
+                .as_ref()
+                .map(|d| DecompositionSummary::all(d.applied())),
+            rejected_decomposed_ns: self
+                .decomposed
+                .as_ref()
+                .and_then(|d| d.rejected())
+                .map(|(ns, _)| ns),
+            joint_ns: self.joint.as_ref().map(|j| j.makespan_ns),
+            joint_decompositions: self.joint.as_ref().map(|j| j.chosen.clone()),
+            joint_time_s: self.joint.as_ref().map(|j| j.time.as_secs_f64()),
+            noise_pct: self.noise_config.map(|n| n.pct),
+            noise_samples: self.noise_config.map(|n| n.samples),
+        }
+    }
+}
+
+/// `candidate` vs `reference`, positive when shorter (percent; 0 when `reference` is 0).
+pub fn gain_pct(reference: u64, candidate: u64) -> f64 {
+    if reference == 0 {
+        0.0
+    } else {
+        (1.0 - candidate as f64 / reference as f64) * 100.0
+    }
 }

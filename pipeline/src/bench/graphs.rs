@@ -12,7 +12,10 @@ use concerto_graph::models::{
 };
 use concerto_graph::trace;
 
+use serde::Serialize;
+
 use super::BenchError;
+use crate::summary::{gain_pct, Comparison, DecompositionSummary};
 use crate::pipeline::{Pipeline, Report};
 use crate::progress::Progress;
 
@@ -193,4 +196,127 @@ pub fn run(
     }
     progress.finish();
     Ok(GraphsBench { rows, worse })
+}
+
+/// A [`GraphsRow`] flattened for JSON (`concerto bench graphs --json`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct GraphsRowSummary {
+    /// The configuration.
+    pub config: &'static str,
+    /// Concerto's plan against the baselines and the bound.
+    #[serde(flatten)]
+    pub comparison: Comparison,
+    /// S vs the best baseline, positive when shorter.
+    pub gain_vs_best_baseline_pct: f64,
+    /// S above the lower bound (percent).
+    pub gap_to_bound_pct: f64,
+    /// Where concerto's S plan comes from.
+    pub origin: &'static str,
+    /// The solve's status.
+    pub solver_status: String,
+    /// Events of the validated Chrome trace.
+    pub trace_events: usize,
+    /// Wall time of the S step (s).
+    pub time_s: f64,
+    /// S+AD: concerto on the rewritten graph, never above `optimized_ns` (S is kept when the
+    /// rewrite schedules longer). With `--decompose` only, like the fields below.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decomposed_ns: Option<u64>,
+    /// S+AD vs S, positive when shorter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ad_gain_pct: Option<f64>,
+    /// The decompositions applied (empty when none helped or the rewrite was rejected).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decompositions: Option<Vec<DecompositionSummary>>,
+    /// Why the decompositions chosen were not applied, when they were not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ad_note: Option<String>,
+    /// Selection plus scheduling of the rewritten graph.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ad_time_s: Option<f64>,
+    /// `--decompose joint`: modes and order decided together, never above S+AD.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joint_ns: Option<u64>,
+    /// The candidates the joint solve applied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joint_decompositions: Option<Vec<String>>,
+    /// Wall time of the joint step (candidates, union, windows, final schedule).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joint_time_s: Option<f64>,
+    /// Why S+AD was kept, when the joint plan simulated longer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub joint_note: Option<String>,
+    /// S+F: concerto on the fused graph, never above `optimized_ns` (S is kept when the fused
+    /// graph schedules longer). With `--fuse on` only, like the fields below.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fused_ns: Option<u64>,
+    /// S+F vs S, positive when shorter.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fuse_gain_pct: Option<f64>,
+    /// Collective calls before and after fusion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub collective_calls: Option<(usize, usize)>,
+    /// Why the fusion found was not kept, when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fuse_note: Option<String>,
+    /// Bucket search plus scheduling of the fused graph.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fuse_time_s: Option<f64>,
+}
+
+impl GraphsRow {
+    /// The row flattened for JSON.
+    pub fn summary(&self) -> GraphsRowSummary {
+        let g = self;
+        let r = &g.report;
+        let s = &r.schedule;
+        let opt = r.s_ns();
+        let best = s.best_baseline_ns();
+        let ad = r.decomposed.as_ref();
+        let joint = r.joint.as_ref();
+        let fu = r.fusion.as_ref();
+        GraphsRowSummary {
+            config: g.config,
+            comparison: Comparison::of(s),
+            gain_vs_best_baseline_pct: gain_pct(best, opt),
+            gap_to_bound_pct: (opt as f64 / s.lower_bound_ns as f64 - 1.0) * 100.0,
+            origin: s.origin.as_str(),
+            solver_status: s.solver_status.to_string(),
+            trace_events: g.trace_events,
+            time_s: s.time.as_secs_f64(),
+            decomposed_ns: ad.map(|a| a.makespan_ns),
+            ad_gain_pct: ad.map(|a| gain_pct(opt, a.makespan_ns)),
+            ad_time_s: ad.map(|a| a.time.as_secs_f64()),
+            decompositions: ad.map(|a| DecompositionSummary::all(a.applied())),
+            ad_note: ad.and_then(|a| a.rejected()).map(|(ns, k)| {
+                format!(
+                    "not applied: {k} decomposition(s) scheduled to {:.3} ms > S {:.3} ms",
+                    ns as f64 / 1e6,
+                    opt as f64 / 1e6
+                )
+            }),
+            joint_ns: joint.map(|j| j.makespan_ns),
+            joint_decompositions: joint.map(|j| j.chosen.clone()),
+            joint_time_s: joint.map(|j| j.time.as_secs_f64()),
+            joint_note: joint.and_then(|j| j.note.clone()),
+            fused_ns: fu.map(|f| f.makespan_ns),
+            fuse_gain_pct: fu.map(|f| gain_pct(opt, f.makespan_ns)),
+            collective_calls: fu.map(|f| {
+                let after = if f.kept {
+                    f.schedule.collectives
+                } else {
+                    s.collectives
+                };
+                (s.collectives, after)
+            }),
+            fuse_note: fu.filter(|f| !f.kept).map(|f| {
+                format!(
+                    "fusion not kept: {} bucket(s) scheduled to {:.3} ms, longer than unfused",
+                    f.fused.buckets.len(),
+                    f.schedule.concerto().makespan_ns() as f64 / 1e6
+                )
+            }),
+            fuse_time_s: fu.map(|f| f.time.as_secs_f64()),
+        }
+    }
 }
