@@ -5,11 +5,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use concerto_rcpsp::{
-    io, read_problem, Limits, OddEven, OddEvenConfig, Registry, RoundReport, Solver,
-};
-
-use serde::Serialize;
+use concerto_rcpsp::{io, read_problem, Limits, OddEven, OddEvenConfig, Registry, Solver};
 
 use crate::Failure;
 
@@ -25,6 +21,10 @@ pub(crate) struct SolveArgs {
     /// Wall-clock limit in seconds (fractions allowed).
     #[arg(long, value_name = "SECS")]
     pub(crate) time_limit: Option<f64>,
+    /// A deterministic budget of solver work (conflicts for pumpkin, schedules for sgs):
+    /// the same instance and seed give the same schedule on any machine and load.
+    #[arg(long, value_name = "N")]
+    pub(crate) work_limit: Option<u64>,
     /// Seed of every random choice.
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
@@ -97,30 +97,6 @@ impl WindowArgs {
     }
 }
 
-/// One odd-even round in reports.
-#[derive(Serialize)]
-pub(crate) struct RoundJson {
-    round: usize,
-    makespan: i64,
-    lower_bound: i64,
-    windows: usize,
-    improved: usize,
-    time_s: f64,
-}
-
-impl From<&RoundReport> for RoundJson {
-    fn from(r: &RoundReport) -> Self {
-        Self {
-            round: r.round,
-            makespan: r.makespan,
-            lower_bound: r.lower_bound,
-            windows: r.windows,
-            improved: r.improved,
-            time_s: r.time.as_secs_f64(),
-        }
-    }
-}
-
 /// The registry of every solver this build knows, compiled in or not.
 pub(crate) fn registry() -> Registry {
     concerto_backends::registry()
@@ -144,23 +120,6 @@ pub(crate) fn time_limit(secs: Option<f64>) -> anyhow::Result<Option<Duration>> 
     }
 }
 
-#[derive(Serialize)]
-struct SolveReport<'a> {
-    status: &'a str,
-    stop_reason: Option<&'a str>,
-    makespan: Option<i64>,
-    lower_bound: i64,
-    solver: &'a str,
-    time_s: f64,
-    /// Work done in the solver's unit (schedules, nodes, conflicts).
-    work: u64,
-    instance: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    start_makespan: Option<i64>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    rounds: Vec<RoundJson>,
-}
-
 pub(crate) fn run(args: &SolveArgs) -> Result<(), Failure> {
     let problem = read_problem(&args.file)?;
     let solver = registry().get(&args.solver)?;
@@ -169,38 +128,24 @@ pub(crate) fn run(args: &SolveArgs) -> Result<(), Failure> {
     }
     let limits = Limits {
         time_limit: time_limit(args.time_limit)?,
+        work_limit: args.work_limit,
         seed: args.seed,
         threads: args.threads,
         ..Limits::default()
     };
-    let (outcome, start_makespan, rounds) = match args.windows.config()? {
-        None => (solver.solve(&problem, &limits), None, Vec::new()),
-        Some(config) => match OddEven::new(solver, config).run(&problem, &limits) {
-            Ok(r) => (
-                Ok(r.outcome),
-                Some(r.start_makespan),
-                r.rounds.iter().map(RoundJson::from).collect(),
-            ),
-            Err(e) => (Err(e), None, Vec::new()),
-        },
-    };
-    let outcome = outcome.with_context(|| format!("solving {}", args.file.display()))?;
+    let name = args.file.display().to_string();
+    let (outcome, report) = concerto_pipeline::solve::solve(
+        &problem,
+        &name,
+        solver,
+        args.windows.config()?,
+        &limits,
+    )
+    .with_context(|| format!("solving {name}"))?;
     if let (Some(path), Some(schedule)) = (&args.output, &outcome.schedule) {
         std::fs::write(path, io::schedule_to_json(&problem, schedule))
             .with_context(|| format!("writing {}", path.display()))?;
     }
-    let report = SolveReport {
-        status: outcome.status.as_str(),
-        stop_reason: outcome.status.stop_reason().map(|r| r.as_str()),
-        makespan: outcome.makespan,
-        lower_bound: outcome.lower_bound,
-        solver: &outcome.solver,
-        time_s: outcome.elapsed.as_secs_f64(),
-        work: outcome.work,
-        instance: args.file.display().to_string(),
-        start_makespan,
-        rounds,
-    };
     if args.json {
         println!("{}", serde_json::to_string(&report)?);
     } else {

@@ -39,6 +39,7 @@ pub mod pipeline;
 pub mod policy;
 pub mod progress;
 pub mod schedule;
+pub mod solve;
 pub mod summary;
 
 pub use concerto_decomp::fuse::{FuseConfig, Fused};

@@ -64,9 +64,9 @@ impl Default for ScaleConfig {
     }
 }
 
-/// One odd-even round of a [`ScaleRow`].
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+/// One odd-even round of a [`ScaleRow`] (also the rounds of [`crate::solve::SolveSummary`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
 pub struct ScaleRound {
     /// 1-based round number.
     pub round: usize,
