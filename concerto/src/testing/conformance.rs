@@ -85,7 +85,8 @@ pub struct Conformance {
     pub hard_time_limit: Duration,
     /// With `Some(w)`, the hard instance is solved twice with [`Limits::work_limit`] `w` (and
     /// a guard time limit of 60 s): the solve must stop at the work limit (or with a proof),
-    /// not at the clock, and both answers must be identical.
+    /// not at the clock, and both answers must be identical, down to the work reported.
+    /// `None` by default: set it for a solver that honours work limits, in its own unit.
     pub hard_work_limit: Option<u64>,
     /// The constant added to 110 % of a time limit (see above).
     pub time_slack: Duration,
@@ -397,6 +398,9 @@ struct Answer {
     checked: Option<Result<Time, String>>,
     /// Modes and starts, for comparing two answers.
     solution: Option<(Vec<usize>, Vec<Time>)>,
+    /// [`Outcome::work`](concerto_rcpsp::Outcome::work) (`None` for a modal outcome, which
+    /// has none).
+    work: Option<u64>,
     /// The outcome as text.
     text: String,
 }
@@ -471,6 +475,7 @@ impl Subject for Plain<'_> {
                 .schedule
                 .as_ref()
                 .map(|s| (Vec::new(), s.starts().to_vec())),
+            work: Some(o.work),
             text: describe_outcome(p, &o),
         })
     }
@@ -530,6 +535,7 @@ impl Subject for Modal<'_> {
                 .solution
                 .as_ref()
                 .map(|s| (s.modes.clone(), s.starts.clone())),
+            work: None,
             text: describe_modal_outcome(self.problem, &o),
         })
     }
@@ -843,9 +849,9 @@ fn probe_hard(s: &dyn Subject, known: Known, c: &Conformance) -> Result<(), Stri
             ));
         }
         let (again, _) = timed(s, &limits, false, c)?;
-        if !again.same(&first) {
+        if !again.same(&first) || again.work != first.work {
             return Err(report(
-                "the same problem, work limit and seed gave another answer",
+                "the same problem, work limit and seed gave another answer (or other work)",
                 &text,
                 &format!("the first answer again: {}", first.text),
                 &again.text,

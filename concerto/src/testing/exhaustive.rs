@@ -197,13 +197,13 @@ impl<'p> Search<'p> {
 
     /// Extends the current prefix (its last start `last`, its pruning bound `reach`).
     fn descend(&mut self, last: Time, reach: Time) -> Result<(), Halt> {
-        self.nodes += 1;
+        if self.work_limit.is_some_and(|w| self.nodes >= w) {
+            return Err(Halt::Limit(StopReason::WorkLimit));
+        }
         if let Some(reason) = self.clock.should_stop() {
             return Err(Halt::Limit(reason));
         }
-        if self.work_limit.is_some_and(|w| self.nodes > w) {
-            return Err(Halt::Limit(StopReason::WorkLimit));
-        }
+        self.nodes += 1;
         let p = self.problem;
         if self.list.len() == p.len() {
             let makespan = p
@@ -421,6 +421,6 @@ mod tests {
         };
         let o = Exhaustive.solve(&p, &limits).expect("solves");
         assert_eq!(o.status.stop_reason(), Some(StopReason::WorkLimit));
-        assert!(o.work <= 201);
+        assert_eq!(o.work, 200);
     }
 }
