@@ -19,6 +19,11 @@
 //! each stream decides how much communication is hidden. Durations are nanoseconds drawn
 //! uniformly: compute 20-400 us, collectives 30-600 us. The same shape and seed give the same
 //! problem.
+//!
+//! [`project`] builds a PSPLIB-like project instead: several renewable resources of larger
+//! capacity, each activity demanding a random subset of them, which makes problems of 60-120
+//! activities that exact solvers do not close in a few thousand conflicts (training steps of
+//! that size are usually settled by their lower bound).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -168,10 +173,120 @@ pub fn training_step(shape: &TrainingStep) -> Problem {
     b.build().expect("the generator builds a valid DAG")
 }
 
+/// The shape of a generated PSPLIB-like project (see [`project`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Project {
+    /// Number of activities.
+    pub activities: usize,
+    /// Number of renewable resources.
+    pub resources: usize,
+    /// Capacity of every resource.
+    pub capacity: u32,
+    /// Durations are drawn in `[1, max_duration]`.
+    pub max_duration: Time,
+    /// Probability that an activity demands a given resource (ProGen's resource factor).
+    pub resource_factor: f64,
+    /// A demand is drawn in `[1, max_demand]` (at most the capacity).
+    pub max_demand: u32,
+    /// Each activity after the first `max_predecessors` gets 1 to this many predecessors.
+    pub max_predecessors: usize,
+    /// Predecessors are drawn among this many activities before (small: a deep network;
+    /// large: a wide one, where resources decide more).
+    pub predecessor_window: usize,
+    /// Seed of every draw.
+    pub seed: u64,
+}
+
+impl Project {
+    /// A shape of `activities` activities on 4 resources of capacity 10, durations 1-10,
+    /// resource factor 1 (every activity on every resource), demands 1-6, 1 or 2 predecessors
+    /// among the 40 activities before: resource-bound, like PSPLIB's hardest j30 class
+    /// (without its dummy source and sink). pumpkin does not close one of 80 activities in a
+    /// few thousand conflicts.
+    pub fn with_size(activities: usize, seed: u64) -> Self {
+        Self {
+            activities,
+            resources: 4,
+            capacity: 10,
+            max_duration: 10,
+            resource_factor: 1.0,
+            max_demand: 6,
+            max_predecessors: 2,
+            predecessor_window: 40,
+            seed,
+        }
+    }
+}
+
+/// Builds the project described by `shape`: activity `k` gets a duration in
+/// `[1, max_duration]`, a demand in `[1, max_demand]` on each resource with probability
+/// `resource_factor`, and (after the first few) 1 to `max_predecessors` predecessors drawn
+/// among the `predecessor_window` activities before it. A
+/// simplified ProGen (R. Kolisch, A. Sprecher, A. Drexl, "Characterization and generation of a
+/// general class of resource-constrained project scheduling problems", Management Science 41
+/// (1995) 1693-1703): resource factor as there, a fixed capacity instead of the resource
+/// strength, a bounded in-degree instead of the network complexity. `O(n (R + p))`.
+///
+/// # Panics
+/// If `activities` or `max_duration` is 0, or `max_demand` is 0 or above `capacity`.
+pub fn project(shape: &Project) -> Problem {
+    assert!(shape.activities >= 1, "at least one activity");
+    assert!(shape.max_duration >= 1, "positive durations");
+    assert!(
+        (1..=shape.capacity).contains(&shape.max_demand),
+        "demands within the capacity"
+    );
+    let mut rng = ChaCha8Rng::seed_from_u64(shape.seed);
+    let mut b = ProblemBuilder::new();
+    let resources: Vec<ResourceId> = (0..shape.resources)
+        .map(|r| b.resource(format!("R{}", r + 1), shape.capacity))
+        .collect();
+    let mut ids = Vec::with_capacity(shape.activities);
+    for k in 0..shape.activities {
+        let a = b.activity(
+            format!("a{}", k + 1),
+            rng.random_range(1..=shape.max_duration),
+        );
+        for &r in &resources {
+            if rng.random_bool(shape.resource_factor.clamp(0.0, 1.0)) {
+                b.demand(a, r, rng.random_range(1..=shape.max_demand));
+            }
+        }
+        if k >= shape.max_predecessors.max(1) {
+            let count = rng.random_range(1..=shape.max_predecessors.max(1));
+            for _ in 0..count {
+                let back = rng.random_range(1..=shape.predecessor_window.clamp(1, k));
+                b.precedence(ids[k - back], a);
+            }
+        }
+        ids.push(a);
+    }
+    b.build().expect("the generator builds a valid DAG")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::bounds::lower_bound;
+
+    #[test]
+    fn a_project_is_seeded_and_shaped_as_asked() {
+        let shape = Project::with_size(90, 3);
+        let a = project(&shape);
+        assert_eq!(a.activities(), project(&shape).activities());
+        assert_eq!(a.precedences(), project(&shape).precedences());
+        assert_eq!(a.len(), 90);
+        assert_eq!(a.resources().len(), 4);
+        assert!(a.precedences().len() >= 80);
+        assert!(a
+            .activities()
+            .iter()
+            .all(|x| x.demands.iter().all(|&d| d >= 1)));
+        assert!(a
+            .activities()
+            .iter()
+            .all(|x| (1..=10).contains(&x.duration) && x.demands.iter().all(|&d| d <= 6)));
+    }
 
     #[test]
     fn same_seed_same_problem_and_size_is_close() {

@@ -57,6 +57,8 @@ pub mod selection;
 pub mod sgs;
 mod solver;
 pub mod temporal;
+#[cfg(test)]
+mod test_support;
 
 pub use bounds::{lower_bound, BoundKind, LowerBound};
 pub use check::{check, Violation, Violations};

@@ -32,9 +32,20 @@
 //!   the order is re-sorted by them and decoded; two windows can compete for capacity that was
 //!   free, so if the makespan gets worse, halves of the windows are tried (three levels).
 //! - It stops after `k` rounds (an odd and an even pass each), at a round in which no window
-//!   changes, after `patience` rounds without a shorter makespan, or at the overall time limit,
-//!   and always has its best schedule. A problem no larger than one window is solved whole by
-//!   the inner solver.
+//!   changes, after `patience` rounds without a shorter makespan, when the work budget is spent,
+//!   or at the overall time limit, and always has its best schedule. A problem no larger than
+//!   one window is solved whole by the inner solver.
+//! - **Work budget.** With [`Limits::work_limit`] the run is deterministic (see [`Limits`]):
+//!   each window gets [`OddEvenConfig::window_work_limit`] (capped by the budget left when its
+//!   pass began) instead of [`OddEvenConfig::window_time_limit`], and the overall time limit
+//!   only as a safety net; no window is skipped for lack of time. The work each window reports
+//!   ([`Outcome::work`], at least 1, so that the run always ends) is charged in window order,
+//!   whether the windows ran in parallel or not; the first window that spends the budget is the
+//!   last one whose answer is kept, and the run stops after its pass with
+//!   [`StopReason::WorkLimit`]. The result is the same on any machine and load as long as the
+//!   time limit, if any, is not reached. The starting heuristic then runs on its schedule budget
+//!   ([`OddEvenConfig::start_schedules`]; [`OddEvenConfig::start_time`] is ignored) and is not
+//!   charged. The report says how much work each round used.
 //!
 //! Per pass: `n / 2b` window solves; `O(n log n)` for the global SGS, the backward pass giving
 //! latest starts, and the index of activities by time.
@@ -65,11 +76,17 @@ pub struct OddEvenConfig {
     pub block: usize,
     /// Rounds (an odd and an even pass each).
     pub rounds: usize,
-    /// Time limit of each window's solve.
+    /// Time limit of each window's solve (without a work budget).
     pub window_time_limit: Duration,
+    /// Work limit of each window's solve under [`Limits::work_limit`], in the inner solver's
+    /// unit (conflicts for pumpkin, schedules for `sgs`, nodes for the MILPs); it replaces
+    /// [`OddEvenConfig::window_time_limit`] then. `None`: a window may spend all the budget
+    /// left. Default 2 000 (pumpkin spends it in about 10-50 ms on a window of 16 activities).
+    pub window_work_limit: Option<u64>,
     /// Schedules the starting heuristic may generate (when no starting schedule is given).
     pub start_schedules: u64,
     /// When set, the starting heuristic runs for this long instead (no schedule budget).
+    /// Ignored under a work budget, which the clock must not decide.
     pub start_time: Option<Duration>,
     /// Largest share of the overall time limit the starting heuristic may use.
     pub start_time_share: f64,
@@ -83,6 +100,7 @@ impl Default for OddEvenConfig {
             block: 8,
             rounds: 8,
             window_time_limit: Duration::from_millis(10),
+            window_work_limit: Some(2_000),
             start_schedules: 200,
             start_time: None,
             start_time_share: 0.2,
@@ -104,6 +122,9 @@ pub struct RoundReport {
     pub windows: usize,
     /// Windows whose new schedule was kept.
     pub improved: usize,
+    /// Work the round's windows reported (at least 1 per window solved), in the inner
+    /// solver's unit.
+    pub work: u64,
     /// Wall time of the round.
     pub time: Duration,
 }
@@ -121,6 +142,9 @@ pub struct OddEvenReport {
     pub rounds: Vec<RoundReport>,
     /// The global lower bound and where it comes from.
     pub bound: LowerBound,
+    /// Work used in all (the same as [`Outcome::work`]): the windows' work, charged as the
+    /// module docs say, or the inner solver's for a problem solved whole.
+    pub work: u64,
 }
 
 /// The odd-even driver around an inner solver. See the module docs.
@@ -155,9 +179,16 @@ impl OddEven {
     /// short `sgs` run.
     pub fn run(&self, problem: &Problem, limits: &Limits) -> Result<OddEvenReport, SolveError> {
         limits.validate(problem)?;
-        if self.config.block == 0 || self.config.window_time_limit.is_zero() {
+        if self.config.block == 0
+            || self.config.window_time_limit.is_zero()
+            || self.config.window_work_limit == Some(0)
+        {
             return Err(SolveError::InvalidLimits {
-                reason: "the block size and the window time limit must be positive".into(),
+                reason: format!(
+                    "the block size, the window time limit and the window work limit must be \
+                     positive, got {}, {:?} and {:?}",
+                    self.config.block, self.config.window_time_limit, self.config.window_work_limit
+                ),
             });
         }
         let clock = limits.clock();
@@ -204,6 +235,7 @@ impl OddEven {
             return Ok(OddEvenReport {
                 start_makespan,
                 start_time: outcome.elapsed,
+                work: outcome.work,
                 outcome,
                 rounds: Vec::new(),
                 bound,
@@ -226,22 +258,28 @@ impl OddEven {
         let mut rounds = Vec::new();
         let mut reason = StopReason::WorkLimit;
         let mut stale = 0;
+        let mut used = 0u64;
         'rounds: for round in 1..=self.config.rounds {
             let began = Instant::now();
             let before = state.makespan;
-            let (mut windows, mut improved) = (0, 0);
+            let mut done = Pass::default();
             for offset in [0, self.config.block] {
                 if let Some(r) = clock.should_stop() {
                     reason = r;
-                    rounds.push(report(round, &state, bound, windows, improved, began));
+                    rounds.push(report(round, &state, bound, &done, began));
                     break 'rounds;
                 }
-                let (w, i) =
-                    pool.install(|| self.pass(problem, &mut state, offset, limits, &clock));
-                windows += w;
-                improved += i;
+                let pass =
+                    pool.install(|| self.pass(problem, &mut state, offset, limits, &clock, used));
+                used = used.saturating_add(pass.work);
+                done.add(&pass);
+                if pass.spent {
+                    reason = StopReason::WorkLimit;
+                    rounds.push(report(round, &state, bound, &done, began));
+                    break 'rounds;
+                }
             }
-            rounds.push(report(round, &state, bound, windows, improved, began));
+            rounds.push(report(round, &state, bound, &done, began));
             if state.makespan <= bound.value {
                 break;
             }
@@ -250,7 +288,7 @@ impl OddEven {
             } else {
                 stale + 1
             };
-            if improved == 0 || stale >= self.config.patience {
+            if done.improved == 0 || stale >= self.config.patience {
                 reason = StopReason::Exhausted;
                 break;
             }
@@ -264,7 +302,7 @@ impl OddEven {
                 reason,
                 &self.name,
                 clock.elapsed(),
-                rounds.len() as u64,
+                used,
             ),
         )?;
         Ok(OddEvenReport {
@@ -273,6 +311,7 @@ impl OddEven {
             start_time,
             rounds,
             bound,
+            work: used,
         })
     }
 
@@ -284,8 +323,10 @@ impl OddEven {
         clock: &Clock,
     ) -> Result<Schedule, SolveError> {
         let (time_limit, budget) = match self.config.start_time {
-            Some(t) => (Some(clock.remaining().map_or(t, |left| left.min(t))), None),
-            None => (
+            Some(t) if limits.work_limit.is_none() => {
+                (Some(clock.remaining().map_or(t, |left| left.min(t))), None)
+            }
+            _ => (
                 clock.share(self.config.start_time_share),
                 Some(self.config.start_schedules),
             ),
@@ -294,14 +335,20 @@ impl OddEven {
             max_schedules: budget,
             ..HeuristicConfig::default()
         });
-        let outcome = heuristic.solve(problem, &limits.helper(time_limit))?;
+        // Its own budget, in schedules: the run's budget counts the windows' work.
+        let helper = Limits {
+            work_limit: None,
+            ..limits.helper(time_limit)
+        };
+        let outcome = heuristic.solve(problem, &helper)?;
         outcome.schedule.ok_or_else(|| SolveError::Backend {
             solver: self.name.clone(),
             message: "the starting heuristic found no schedule that meets every deadline".into(),
         })
     }
 
-    /// One pass at `offset`; returns (windows solved, windows whose change was kept).
+    /// One pass at `offset`, with `used` of the work budget spent before it (see the module
+    /// docs).
     fn pass<'p>(
         &self,
         problem: &'p Problem,
@@ -309,7 +356,8 @@ impl OddEven {
         offset: usize,
         limits: &Limits,
         clock: &Clock,
-    ) -> (usize, usize) {
+        used: u64,
+    ) -> Pass {
         let n = problem.len();
         let width = 2 * self.config.block;
         let ranges: Vec<(usize, usize)> = (offset..n)
@@ -319,46 +367,106 @@ impl OddEven {
             .collect();
         let index = TimeIndex::new(problem, state.decoder.starts());
         let shared: &State<'_> = state;
-        // A window starts only if its limit fits before the deadline with room left to combine
-        // the answers, decode the order and check the result (measured on the last pass).
+        let budget_left = limits.work_limit.map(|w| w.saturating_sub(used));
+        let window_limits = Limits {
+            time_limit: match budget_left {
+                // The run's deadline, as a safety net.
+                Some(_) => clock.remaining().map(|d| d.max(Duration::from_millis(1))),
+                None => Some(self.config.window_time_limit),
+            },
+            work_limit: budget_left
+                .map(|left| self.config.window_work_limit.map_or(left, |w| w.min(left))),
+            seed: limits.seed,
+            threads: 1,
+            initial: None,
+            upper_bound: None,
+            cancel: limits.cancel.clone(),
+        };
+        // Without a work budget, a window starts only if its limit fits before the deadline
+        // with room left to combine the answers, decode the order and check the result
+        // (measured on the last pass). Under a budget the clock decides nothing.
         let reserve = self.config.window_time_limit * 2 + state.finishing * 2;
-        let moves: Vec<Option<Vec<(ActivityId, Time)>>> = ranges
+        let solved: Vec<Option<Solved>> = ranges
             .par_iter()
             .map(|&(a, b)| {
-                if clock.remaining().is_some_and(|left| left < reserve)
-                    || clock.should_stop().is_some()
-                {
+                let short =
+                    budget_left.is_none() && clock.remaining().is_some_and(|left| left < reserve);
+                if short || clock.should_stop().is_some() {
                     return None;
                 }
-                Window::build(problem, shared, &index, a, b)?.solve(
-                    self.inner.as_ref(),
-                    limits,
-                    self.config.window_time_limit,
-                )
+                Some(match Window::build(problem, shared, &index, a, b) {
+                    Some(window) => window.solve(self.inner.as_ref(), &window_limits),
+                    None => Solved {
+                        moves: None,
+                        work: 0,
+                    },
+                })
             })
             .collect();
-        let moves: Vec<Vec<(ActivityId, Time)>> = moves.into_iter().flatten().collect();
+        // Charge in window order; the window that spends the budget is the last one kept.
+        let mut pass = Pass {
+            windows: ranges.len(),
+            ..Pass::default()
+        };
+        let mut moves = Vec::new();
+        for window in solved.into_iter().flatten() {
+            pass.work = pass.work.saturating_add(window.work.max(1));
+            moves.extend(window.moves);
+            if budget_left.is_some_and(|left| pass.work >= left) {
+                pass.spent = true;
+                break;
+            }
+        }
         let began = Instant::now();
-        let kept = state.apply(problem, &moves, 3);
+        pass.improved = state.apply(problem, &moves, 3);
         state.finishing = began.elapsed().max(Duration::from_millis(50));
-        (ranges.len(), kept)
+        pass
     }
+}
+
+/// What a pass (or the passes of a round, added up) did.
+#[derive(Clone, Copy, Debug, Default)]
+struct Pass {
+    /// Windows in the pass.
+    windows: usize,
+    /// Windows whose change was kept.
+    improved: usize,
+    /// Work charged.
+    work: u64,
+    /// Whether the work budget is spent.
+    spent: bool,
+}
+
+impl Pass {
+    fn add(&mut self, other: &Pass) {
+        self.windows += other.windows;
+        self.improved += other.improved;
+        self.work = self.work.saturating_add(other.work);
+        self.spent |= other.spent;
+    }
+}
+
+/// A window's answer: its members' new starts if the sink moved earlier, and the work the
+/// inner solver reported.
+struct Solved {
+    moves: Option<Vec<(ActivityId, Time)>>,
+    work: u64,
 }
 
 fn report(
     round: usize,
     state: &State<'_>,
     bound: LowerBound,
-    windows: usize,
-    improved: usize,
+    done: &Pass,
     began: Instant,
 ) -> RoundReport {
     RoundReport {
         round,
         makespan: state.makespan,
         lower_bound: bound.value,
-        windows,
-        improved,
+        windows: done.windows,
+        improved: done.improved,
+        work: done.work,
         time: began.elapsed(),
     }
 }
@@ -377,7 +485,8 @@ impl Solver for OddEven {
 mod tests {
     use super::*;
     use crate::check::check;
-    use crate::generate::{training_step, TrainingStep};
+    use crate::generate::{project, training_step, Project, TrainingStep};
+    use crate::solver::Status;
 
     fn driver(block: usize) -> OddEven {
         OddEven::new(
@@ -420,6 +529,43 @@ mod tests {
             );
         }
         assert_eq!(report.outcome.solver, "sgs+oddeven");
+    }
+
+    #[test]
+    fn a_work_budget_gives_the_same_outcome_under_load() {
+        use crate::test_support::{assert_same, under_load};
+        let p = project(&Project::with_size(120, 1));
+        let driver = OddEven::new(
+            Box::new(Heuristic::default()),
+            OddEvenConfig {
+                block: 8,
+                window_work_limit: Some(150),
+                ..OddEvenConfig::default()
+            },
+        );
+        // Windows of a pass run on two threads; the time limit is a safety net.
+        let limits = Limits::with_time_limit(Duration::from_secs(120))
+            .work_limit(700)
+            .threads(2)
+            .seed(4);
+        let a = driver.run(&p, &limits).unwrap();
+        let b = driver.run(&p, &limits).unwrap();
+        let c = under_load(|| driver.run(&p, &limits).unwrap());
+        assert_eq!(a.outcome.status, Status::Feasible(StopReason::WorkLimit));
+        // Charged in window order: the budget is spent by the last window kept.
+        assert!(a.work >= 700 && a.work < 700 + 150, "{}", a.work);
+        assert_eq!(a.work, a.outcome.work);
+        assert_eq!(a.work, a.rounds.iter().map(|r| r.work).sum::<u64>());
+        for other in [&b, &c] {
+            assert_same(&a.outcome, &other.outcome);
+            let rounds = |r: &OddEvenReport| -> Vec<_> {
+                r.rounds
+                    .iter()
+                    .map(|r| (r.makespan, r.windows, r.improved, r.work))
+                    .collect()
+            };
+            assert_eq!(rounds(&a), rounds(other));
+        }
     }
 
     #[test]

@@ -15,13 +15,16 @@
 //!    drawn afresh.
 //!
 //! It stops when the makespan meets the lower bound (status `Optimal`), at the time limit, at
-//! the configured number of generated schedules, or when cancelled. Every justification pass
+//! the configured number of generated schedules or at [`Limits::work_limit`] (the smaller of
+//! the two), or when cancelled. Every justification pass
 //! counts as a generated schedule, as is usual when comparing on PSPLIB ("schedules" in
 //! Kolisch & Hartmann, EJOR 174, 2006). With no time limit and no schedule budget the budget is
 //! 50 000 schedules, the largest budget of that comparison.
 //!
-//! Deterministic: same problem, seed and budget, same schedule. Under a time limit the result
-//! is the one the search reached when the clock stopped it.
+//! Deterministic: same problem, seed and budget, same schedule (and [`Outcome::work`], the
+//! schedules generated). Under a time limit alone the result is the one the search reached
+//! when the clock stopped it, and the population is sized from the rate measured on the
+//! priority rules; with a schedule budget or a work limit, the clock decides nothing.
 
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -55,7 +58,8 @@ pub struct HeuristicConfig {
     pub restart_after: usize,
     /// Individuals kept at a restart.
     pub elite: usize,
-    /// Budget of generated schedules. `None`: until the time limit, or 50 000 without one.
+    /// Budget of generated schedules. `None`: [`Limits::work_limit`], else until the time
+    /// limit, else 50 000. With both, the smaller.
     pub max_schedules: Option<u64>,
     /// Justification rounds per schedule (0 turns it off).
     pub justify_rounds: usize,
@@ -201,13 +205,14 @@ impl<'p> Search<'p> {
         clock: &'p Clock,
         lower_bound: Time,
     ) -> Self {
-        let budget = config
-            .max_schedules
-            .unwrap_or(if limits.time_limit.is_some() {
-                u64::MAX
-            } else {
-                DEFAULT_SCHEDULE_BUDGET
-            });
+        // A work budget caps the configured one; alone, it is the budget.
+        let budget = match (config.max_schedules, limits.work_limit) {
+            (Some(m), Some(w)) => m.min(w),
+            (Some(m), None) => m,
+            (None, Some(w)) => w,
+            (None, None) if limits.time_limit.is_some() => u64::MAX,
+            (None, None) => DEFAULT_SCHEDULE_BUDGET,
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(limits.seed);
         let lft = priorities(problem, Rule::Lft, &mut rng);
         Self {
@@ -537,6 +542,26 @@ mod tests {
         if a.status != Status::Optimal {
             assert_eq!(a.status, Status::Feasible(StopReason::WorkLimit));
         }
+    }
+
+    #[test]
+    fn a_work_limit_gives_the_same_outcome_under_load() {
+        use crate::generate::{project, Project};
+        use crate::test_support::{assert_same, under_load};
+        let p = project(&Project::with_size(90, 1));
+        // The time limit is a safety net: the population is sized from the budget, not from
+        // the rate of the machine.
+        let limits = Limits::with_time_limit(std::time::Duration::from_secs(60))
+            .work_limit(4_000)
+            .seed(3);
+        let solver = Heuristic::default();
+        let a = solver.solve(&p, &limits).unwrap();
+        let b = solver.solve(&p, &limits).unwrap();
+        let c = under_load(|| solver.solve(&p, &limits).unwrap());
+        assert_eq!(a.status, Status::Feasible(StopReason::WorkLimit));
+        assert!(a.work >= 4_000, "{}", a.work);
+        assert_same(&a, &b);
+        assert_same(&a, &c);
     }
 
     #[test]

@@ -45,6 +45,16 @@ impl CancelFlag {
 
 /// What a solve may use and start from.
 ///
+/// # Determinism
+/// With [`Limits::work_limit`](#structfield.work_limit) set and no time limit, the same
+/// problem, limits and seed give the same [`Outcome`] (schedule, status, lower bound and
+/// work) on any machine and under any load, for a fixed number of threads: every decision
+/// of the solve is taken on counted work, never on the clock. A time limit given as well is a
+/// safety net: the result is the same as long as it is not reached (a solve it stops says
+/// [`StopReason::TimeLimit`]). Without a work budget, a solve that the clock stops depends on
+/// the machine's speed and load. [`Limits::cancel`](#structfield.cancel) is never
+/// deterministic.
+///
 /// Built from [`Limits::default`] (no limit, seed 0, one thread) with the setters:
 ///
 /// ```
@@ -70,8 +80,14 @@ pub struct Limits {
     /// Wall-clock budget. `None`: run until the solver's own criterion (proof, or a work
     /// budget in its configuration). Must not be zero.
     pub time_limit: Option<Duration>,
-    /// A deterministic budget of work, in the solver's own unit (see [`Outcome::work`]):
-    /// reaching it stops the solve with [`StopReason::WorkLimit`]. `None`: no budget.
+    /// A deterministic budget of work, in the solver's own unit, the one of
+    /// [`Outcome::work`]: schedules generated for the `sgs` heuristic, conflicts for pumpkin
+    /// (each worker of a portfolio gets the whole budget), branch-and-bound nodes for HiGHS
+    /// and CBC (which do not report their node count: their work is 0; microlp has no such
+    /// limit: it runs to its proof, which is deterministic), the windows' work for the
+    /// odd-even driver. Reaching it stops the solve with
+    /// [`StopReason::WorkLimit`] (see the determinism contract above). `None`: no budget.
+    /// Must not be zero.
     pub work_limit: Option<u64>,
     /// Seed of every random choice. Same problem, limits and seed: same result (when the
     /// solve ends for a reason other than the clock).
@@ -154,11 +170,17 @@ impl Limits {
         self
     }
 
-    /// Checks the limits against `problem`: a zero time limit, zero threads or an invalid
-    /// starting schedule is an error. Returns the starting schedule's makespan, if any.
+    /// Checks the limits against `problem`: a zero time limit, a zero work budget, zero
+    /// threads or an invalid starting schedule is an error. Returns the starting schedule's
+    /// makespan, if any.
     pub fn validate(&self, problem: &Problem) -> Result<Option<Time>, SolveError> {
         if self.time_limit == Some(Duration::ZERO) {
             return Err(SolveError::ZeroTimeLimit);
+        }
+        if self.work_limit == Some(0) {
+            return Err(SolveError::InvalidLimits {
+                reason: "the work limit must be positive, got 0".into(),
+            });
         }
         if self.threads == 0 {
             return Err(SolveError::InvalidLimits {
@@ -174,12 +196,20 @@ impl Limits {
     }
 
     /// The limits of a helper solve inside this one (a starting heuristic, a sub-problem):
-    /// the same seed and cancel flag, one thread, no starting schedule or upper bound, and
-    /// `time_limit`.
+    /// the same seed, cancel flag and work budget, one thread, no starting schedule or upper
+    /// bound, and `time_limit`.
+    ///
+    /// The work budget passes on because a sub-problem solved by a solver of the same kind
+    /// (the reduced problems of [`crate::brute_force`]) may spend at most the caller's
+    /// budget, in the same unit. A helper that counts another unit (the `sgs` start of a CP
+    /// search counts schedules, the search conflicts) has its own budget: the caller clears
+    /// the field (`Limits { work_limit: None, ..limits.helper(t) }`). Under a work budget,
+    /// pass [`Clock::share`] as `time_limit`: it is then the whole time left, a safety net,
+    /// not a share that the machine's speed would turn into a decision.
     pub fn helper(&self, time_limit: Option<Duration>) -> Limits {
         Limits {
             time_limit,
-            work_limit: None,
+            work_limit: self.work_limit,
             seed: self.seed,
             threads: 1,
             initial: None,
@@ -188,12 +218,14 @@ impl Limits {
         }
     }
 
-    /// A clock for this solve: the deadline and the cancel flag.
+    /// A clock for this solve: the deadline and the cancel flag, and whether a work budget
+    /// makes the solve deterministic (see [`Clock::share`]).
     pub fn clock(&self) -> Clock {
         Clock {
             start: Instant::now(),
             deadline: self.time_limit.map(|d| Instant::now() + d),
             cancel: self.cancel.clone(),
+            deterministic: self.work_limit.is_some(),
         }
     }
 }
@@ -204,6 +236,8 @@ pub struct Clock {
     start: Instant,
     deadline: Option<Instant>,
     cancel: Option<CancelFlag>,
+    /// Under a work budget: the deadline is a safety net only.
+    deterministic: bool,
 }
 
 impl Clock {
@@ -226,7 +260,12 @@ impl Clock {
 
     /// `share` (clamped to `[0, 1]`) of the time left, at least 1 ms so that it is a valid
     /// time limit (`None` without a deadline).
+    ///
+    /// Under a work budget ([`Limits::work_limit`](Limits#structfield.work_limit)) the whole
+    /// time left: a share of the time is a decision the machine's speed would take, and a
+    /// deterministic solve takes none; the deadline stays a safety net.
     pub fn share(&self, share: f64) -> Option<Duration> {
+        let share = if self.deterministic { 1.0 } else { share };
         self.remaining().map(|left| {
             left.mul_f64(share.clamp(0.0, 1.0))
                 .max(Duration::from_millis(1))
@@ -332,7 +371,10 @@ pub struct Outcome {
     pub solver: String,
     /// Wall time of the solve.
     pub elapsed: Duration,
-    /// Work done, in the solver's own unit (schedules generated, nodes, conflicts).
+    /// Work done, in the solver's own unit, the one of
+    /// [`Limits::work_limit`](Limits#structfield.work_limit): schedules generated (`sgs`),
+    /// conflicts (pumpkin, all workers of a portfolio together), branch-and-bound nodes (the
+    /// MILPs), the windows' work (the odd-even driver). Deterministic under a work budget.
     pub work: u64,
 }
 
@@ -474,11 +516,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_helper_keeps_seed_and_cancel_flag_and_nothing_else() {
+    fn a_helper_keeps_seed_cancel_flag_and_work_budget_and_nothing_else() {
         let cancel = CancelFlag::new();
         let limits = Limits {
             time_limit: Some(Duration::from_secs(9)),
-            work_limit: None,
+            work_limit: Some(300),
             seed: 42,
             threads: 4,
             initial: Some(Schedule::new(vec![0])),
@@ -488,6 +530,7 @@ mod tests {
         let helper = limits.helper(Some(Duration::from_millis(5)));
         assert_eq!(helper.time_limit, Some(Duration::from_millis(5)));
         assert_eq!((helper.seed, helper.threads), (42, 1));
+        assert_eq!(helper.work_limit, Some(300));
         assert!(helper.initial.is_none() && helper.upper_bound.is_none());
         cancel.cancel();
         assert!(helper.cancel.expect("kept").is_cancelled());
@@ -501,5 +544,22 @@ mod tests {
         assert_eq!(clock.share(0.0), Some(Duration::from_millis(1)));
         assert!(clock.share(7.0).expect("clamped") <= Duration::from_secs(10));
         assert_eq!(Limits::default().clock().share(0.5), None);
+        // Under a work budget the deadline is a safety net: no share of it decides anything.
+        let clock = Limits::with_time_limit(Duration::from_secs(10))
+            .work_limit(5)
+            .clock();
+        assert!(clock.share(0.1).expect("a deadline") > Duration::from_secs(9));
+    }
+
+    #[test]
+    fn a_zero_work_limit_is_an_error() {
+        let mut b = crate::ProblemBuilder::new();
+        b.activity("a", 1);
+        let problem = b.build().expect("valid");
+        let err = Limits::default()
+            .work_limit(0)
+            .validate(&problem)
+            .expect_err("zero work");
+        assert!(err.to_string().contains("work limit"), "{err}");
     }
 }

@@ -1,6 +1,8 @@
 //! The CBC backend through good_lp, serialised process-wide by good_lp's `singlethread-cbc`
 //! mutex (see the parent module). CBC reports success with garbage values when the clock
-//! stops it before any solution; the caller checks every schedule.
+//! stops it before any solution; the caller checks every schedule. A work limit is CBC's
+//! `maxNodes`; the nodes CBC explored are not reported (see `nodes` below), so its
+//! [`Outcome::work`](concerto_rcpsp::Outcome::work) is 0.
 
 use coin_cbc::raw::SecondaryStatus;
 use good_lp::solvers::coin_cbc::coin_cbc;
@@ -34,6 +36,9 @@ pub(crate) fn run(model: Model, options: &RunOptions) -> Result<RawResult, Strin
     );
     // Makespans are integers: an absolute gap below 1 proves optimality.
     p.set_parameter("allowableGap", "0.999");
+    if let Some(nodes) = options.work_limit {
+        p.set_parameter("maxNodes", &nodes.min(i32::MAX as u64).to_string());
+    }
     if options.mip_gap > 0.0 {
         p.set_parameter("ratioGap", &options.mip_gap.to_string());
     }
@@ -51,6 +56,8 @@ pub(crate) fn run(model: Model, options: &RunOptions) -> Result<RawResult, Strin
     let stopped_on_time = raw.is_seconds_limit_reached()
         || matches!(raw.secondary_status(), SecondaryStatus::StoppedOnTime)
         || near_limit;
+    let stopped_on_nodes = raw.is_node_limit_reached()
+        || matches!(raw.secondary_status(), SecondaryStatus::StoppedOnNodes);
     // CBC 2.10.8 has claimed "proven infeasible" for a feasible model when its clock ran out
     // during preprocessing (j6013_1, horizon 118, best known 112, 1 s limit): such a claim is
     // not a proof, and neither is the bound that comes with it.
@@ -61,6 +68,8 @@ pub(crate) fn run(model: Model, options: &RunOptions) -> Result<RawResult, Strin
         RawStatus::Infeasible
     } else if distrusted {
         RawStatus::TimeLimit
+    } else if stopped_on_nodes && !stopped_on_time {
+        RawStatus::WorkLimit
     } else if raw.is_proven_optimal() && has_solution {
         if options.mip_gap > 0.0 && raw.obj_value() - bound >= 1.0 - 1e-6 {
             RawStatus::GapReached
@@ -74,6 +83,8 @@ pub(crate) fn run(model: Model, options: &RunOptions) -> Result<RawResult, Strin
         status,
         values: has_solution.then(|| raw.col_solution().to_vec()),
         bound: (!distrusted && bound.is_finite() && bound.abs() < 1e49).then_some(bound),
+        // coin_cbc's safe API has no node count (`Cbc_getNodeCount` is only in the raw
+        // bindings, which this crate, forbidding unsafe code, does not call).
         nodes: 0,
     })
 }

@@ -81,6 +81,9 @@ fn attempt(
     option!("random_seed", (options.seed % i32::MAX as u64) as i32);
     option!("mip_rel_gap", options.mip_gap);
     option!("mip_abs_gap", ABSOLUTE_GAP);
+    if let Some(nodes) = options.work_limit {
+        option!("mip_max_nodes", i32::try_from(nodes).unwrap_or(i32::MAX));
+    }
     if !presolve {
         option!("presolve", "off");
     }
@@ -90,11 +93,9 @@ fn attempt(
     }
     let solved = m.try_solve().map_err(|e| format!("HiGHS failed: {e:?}"))?;
     let bound = solved.double_info_value(c"mip_dual_bound").ok();
-    let nodes = solved
-        .int_info_value(c"mip_node_count")
-        .ok()
-        .and_then(|n| u64::try_from(n).ok())
-        .unwrap_or(0);
+    // `mip_node_count` is an int64 info, which the highs crate's `int_info_value` (HighsInt
+    // only) cannot read: the nodes are not reported.
+    let nodes = 0;
     let values = (solved.primal_solution_status() == HighsSolutionStatus::Feasible)
         .then(|| solved.get_solution().columns().to_vec());
     let status = match solved.status() {
@@ -115,6 +116,13 @@ fn attempt(
         // Every variable of both formulations is bounded, so this can only be infeasible.
         HighsModelStatus::Infeasible | HighsModelStatus::UnboundedOrInfeasible => {
             RawStatus::Infeasible
+        }
+        // HiGHS reports its node limit as a solution limit (HighsMipSolverData.cpp); no
+        // iteration or solution limit is set otherwise.
+        HighsModelStatus::ReachedIterationLimit | HighsModelStatus::ReachedSolutionLimit
+            if options.work_limit.is_some() =>
+        {
+            RawStatus::WorkLimit
         }
         HighsModelStatus::ReachedTimeLimit
         | HighsModelStatus::ReachedInterrupt

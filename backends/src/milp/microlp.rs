@@ -1,4 +1,6 @@
-//! The microlp backend: pure Rust branch and bound, single-threaded.
+//! The microlp backend: pure Rust branch and bound, single-threaded. It has no node or
+//! iteration limit, so a work limit does not apply: it runs to its proof (or the time limit),
+//! and a run to its proof is deterministic.
 
 use ::microlp::TerminationReason;
 use good_lp::solvers::microlp::microlp;

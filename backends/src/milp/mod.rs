@@ -18,17 +18,25 @@
 //! [`MilpConfig::max_time_indexed_binaries`] binaries, the sequencing form otherwise.
 //!
 //! # Solve
-//! The `sgs` heuristic first gives an incumbent (a small budget), which sets the horizon and
+//! The `sgs` heuristic first gives an incumbent (a budget of schedules,
+//! [`MilpConfig::heuristic_schedules`]), which sets the horizon and
 //! is passed to the MILP as a complete warm start; a MILP answer that fails the independent
 //! [`check`] is an error. Every variable of both formulations is
 //! bounded, so a backend's "unbounded or infeasible" can only mean infeasible.
 //!
 //! # Backends
-//! | backend | time limit | threads | dual bound | warm start |
-//! |---|---|---|---|---|
-//! | microlp | wall clock | 1 | `stats().best_bound` | complete hint (ignored if infeasible) |
-//! | HiGHS | `time_limit` (wall clock) | `threads` option | `mip_dual_bound` | `set_solution` |
-//! | CBC | `seconds` with `timeMode=elapsed` | `threads` | `best_possible_value` | none: horizon = incumbent - 1 |
+//! | backend | time limit | work limit ([`Limits::work_limit`]) | threads | dual bound | warm start |
+//! |---|---|---|---|---|---|
+//! | microlp | wall clock | none: runs to its proof, which is deterministic | 1 | `stats().best_bound` | complete hint (ignored if infeasible) |
+//! | HiGHS | `time_limit` (wall clock) | `mip_max_nodes` | `threads` option | `mip_dual_bound` | `set_solution` |
+//! | CBC | `seconds` with `timeMode=elapsed` | `maxNodes` | `threads` | `best_possible_value` | none: horizon = incumbent - 1 |
+//!
+//! [`Outcome::work`] counts branch-and-bound nodes: microlp's `nodes_solved`; HiGHS's
+//! `mip_node_count` (an int64 info the highs crate cannot read) and CBC's node count (not in
+//! coin_cbc's safe API) are not reachable, so their work is 0 although their node limit
+//! applies. The heuristic's schedules are not included. A run stopped by its node limit is
+//! [`StopReason::WorkLimit`]. With one thread and no time limit reached, HiGHS and CBC are
+//! deterministic for a seed (CBC's parallel search is not).
 //!
 //! CBC 2.10.8's `Cbc_setInitialSolution` (what good_lp's warm start calls) makes CBC return
 //! fractional values as "optimal": minimising `m` with binaries `x + y >= 1.5`, `x + y <= m`
@@ -224,7 +232,7 @@ impl Solver for Milp {
         if concerto_rcpsp::temporal::window_conflict(problem).is_some() {
             return finish(None, bound, Status::Infeasible, 0);
         }
-        let (incumbent, heuristic_work) = self.incumbent(problem, limits, &clock, initial)?;
+        let incumbent = self.incumbent(problem, limits, &clock, initial)?;
         let incumbent_makespan = incumbent.as_ref().map(|s| s.makespan(problem));
         // The horizon: the incumbent's makespan, or a tighter bound the caller gave; without
         // either, the problem's horizon, which some optimal schedule (an active one) respects.
@@ -236,7 +244,7 @@ impl Solver for Milp {
             .clone()
             .filter(|_| incumbent_makespan == Some(horizon));
         if warm_schedule.is_some() && bound >= horizon {
-            return finish(incumbent, horizon, Status::Optimal, heuristic_work);
+            return finish(incumbent, horizon, Status::Optimal, 0);
         }
         // Backends without a usable warm start search for a strictly better schedule.
         let improve_only = warm_schedule.is_some() && !self.backend.takes_warm_start();
@@ -247,7 +255,7 @@ impl Solver for Milp {
         };
         if horizon < bound {
             // No schedule within the caller's bound: the combinatorial bound proves it.
-            return finish(None, bound, Status::Infeasible, heuristic_work);
+            return finish(None, bound, Status::Infeasible, 0);
         }
         // The incumbent, if the caller's bound allows it (for `improve_only` it is the one
         // schedule just above the model's horizon).
@@ -256,8 +264,8 @@ impl Solver for Milp {
             .filter(|s| s.makespan(problem) <= horizon + Time::from(improve_only));
         if let Some(reason) = clock.should_stop() {
             return match within {
-                Some(s) => finish(Some(s), bound, Status::Feasible(reason), heuristic_work),
-                None => finish(None, bound, Status::Unknown(reason), heuristic_work),
+                Some(s) => finish(Some(s), bound, Status::Feasible(reason), 0),
+                None => finish(None, bound, Status::Unknown(reason), 0),
             };
         }
 
@@ -272,6 +280,7 @@ impl Solver for Milp {
             threads: limits.threads,
             seed: limits.seed,
             mip_gap: self.config.mip_gap,
+            work_limit: limits.work_limit,
         };
         let raw = self
             .run(model, &options, &clock, limits)
@@ -279,7 +288,7 @@ impl Solver for Milp {
                 solver: name.to_owned(),
                 message,
             })?;
-        let work = heuristic_work + raw.nodes;
+        let work = raw.nodes;
         if let Some(b) = raw.bound.filter(|b| b.is_finite()) {
             // Integer makespans: a bound of 41.2 proves 42.
             bound = bound.max((b - 1e-6).ceil() as Time);
@@ -342,11 +351,11 @@ impl Solver for Milp {
                     message: "reported optimal without a solution".into(),
                 }),
             },
-            RawStatus::GapReached | RawStatus::TimeLimit => {
-                let reason = if raw.status == RawStatus::GapReached {
-                    StopReason::GapLimit
-                } else {
-                    clock.should_stop().unwrap_or(StopReason::TimeLimit)
+            RawStatus::GapReached | RawStatus::WorkLimit | RawStatus::TimeLimit => {
+                let reason = match raw.status {
+                    RawStatus::GapReached => StopReason::GapLimit,
+                    RawStatus::WorkLimit => StopReason::WorkLimit,
+                    _ => clock.should_stop().unwrap_or(StopReason::TimeLimit),
                 };
                 match best {
                     Some(s) => {
@@ -373,7 +382,7 @@ impl Milp {
         limits: &Limits,
         clock: &Clock,
         initial: Option<Time>,
-    ) -> Result<(Option<Schedule>, u64), SolveError> {
+    ) -> Result<Option<Schedule>, SolveError> {
         let heuristic = Heuristic::new(HeuristicConfig {
             max_schedules: Some(self.config.heuristic_schedules),
             ..HeuristicConfig::default()
@@ -382,6 +391,8 @@ impl Milp {
             problem,
             &Limits {
                 initial: limits.initial.clone(),
+                // Its own budget, in schedules: the caller's counts nodes.
+                work_limit: None,
                 ..limits.helper(clock.share(self.config.heuristic_time_share))
             },
         )?;
@@ -391,7 +402,7 @@ impl Milp {
             (Some(h), _, _) => Some(h),
             (None, s, _) => s.clone(),
         };
-        Ok((best, outcome.work))
+        Ok(best)
     }
 
     fn build(

@@ -46,6 +46,10 @@ pub(crate) struct RawResult {
 
 /// A backend's status, mapped faithfully.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(
+    not(any(feature = "highs", feature = "cbc")),
+    allow(dead_code, reason = "only HiGHS and CBC take a node limit")
+)]
 pub(crate) enum RawStatus {
     /// Proven optimal (within the requested gap: see `gap_reached`).
     Optimal,
@@ -53,22 +57,30 @@ pub(crate) enum RawStatus {
     GapReached,
     /// Stopped by the clock (with or without a solution).
     TimeLimit,
+    /// Stopped by the work limit (HiGHS `mip_max_nodes`, CBC `maxNodes`), with or without a
+    /// solution.
+    WorkLimit,
     /// Proven infeasible.
     Infeasible,
 }
 
 /// Options every backend receives (microlp is sequential and deterministic: it ignores the
-/// threads and the seed).
+/// threads, the seed and the work limit).
 #[derive(Clone, Debug)]
 #[cfg_attr(
     not(any(feature = "highs", feature = "cbc")),
-    allow(dead_code, reason = "only HiGHS and CBC take threads and a seed")
+    allow(
+        dead_code,
+        reason = "only HiGHS and CBC take threads, a seed and a node limit"
+    )
 )]
 pub(crate) struct RunOptions {
     pub(crate) time_limit: Option<Duration>,
     pub(crate) threads: usize,
     pub(crate) seed: u64,
     pub(crate) mip_gap: f64,
+    /// Branch-and-bound nodes (HiGHS, CBC; microlp has no such limit).
+    pub(crate) work_limit: Option<u64>,
 }
 
 impl Model {

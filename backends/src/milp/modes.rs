@@ -282,6 +282,7 @@ impl ModalSolver for MilpModal {
             threads: limits.threads,
             seed: limits.seed,
             mip_gap: 0.0,
+            work_limit: limits.work_limit,
         };
         let raw = self
             .milp
@@ -353,12 +354,12 @@ impl ModalSolver for MilpModal {
                     message: "reported optimal without a valid solution".into(),
                 }),
             },
-            RawStatus::GapReached | RawStatus::TimeLimit => {
-                let reason = if raw.status == RawStatus::GapReached {
-                    StopReason::GapLimit
-                } else {
+            RawStatus::GapReached | RawStatus::WorkLimit | RawStatus::TimeLimit => {
+                let reason = match raw.status {
+                    RawStatus::GapReached => StopReason::GapLimit,
+                    RawStatus::WorkLimit => StopReason::WorkLimit,
                     // The wait for the backend ends at the deadline or on the cancel flag.
-                    clock.should_stop().unwrap_or(StopReason::TimeLimit)
+                    _ => clock.should_stop().unwrap_or(StopReason::TimeLimit),
                 };
                 match best {
                     Some(s) => {

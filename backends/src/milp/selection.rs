@@ -60,6 +60,7 @@ impl Milp {
             threads: 1,
             seed: 0,
             mip_gap: 0.0,
+            work_limit: None,
         };
         let raw = self.dispatch(model, &options).map_err(failed)?;
         let Some(values) = raw.values else {

@@ -151,6 +151,59 @@ fn native_backends_prove_j301_1() {
     }
 }
 
+/// A node limit stops HiGHS and CBC with `WorkLimit` (unless the root proves the optimum),
+/// and the same limit gives the same outcome twice.
+#[cfg(any(feature = "highs", feature = "cbc"))]
+#[test]
+fn a_node_limit_stops_native_backends_deterministically() {
+    // Fourteen activities on two resources in the sequencing form, whose weak relaxation
+    // leaves a search tree behind a fast root.
+    let mut b = concerto_rcpsp::ProblemBuilder::new();
+    let r = [b.resource("r0", 3), b.resource("r1", 2)];
+    let ids: Vec<_> = (0..14)
+        .map(|k| b.activity(format!("a{k}"), 2 + (k * 7 % 9) as Time))
+        .collect();
+    for (k, &a) in ids.iter().enumerate() {
+        b.demand(a, r[0], 1 + (k % 3) as u32);
+        b.demand(a, r[1], (k * 5 % 3) as u32);
+        if k >= 4 && k % 3 == 0 {
+            b.precedence(ids[k - 4], a);
+        }
+    }
+    let p = b.build().unwrap();
+    for backend in backends().into_iter().filter(|b| b.name() != "microlp") {
+        let solver = Milp::with_config(
+            backend,
+            MilpConfig {
+                heuristic_schedules: 1,
+                formulation: Formulation::Sequencing,
+                ..MilpConfig::default()
+            },
+        );
+        // The time limit is a safety net only.
+        let limits = Limits::with_time_limit(Duration::from_secs(120))
+            .work_limit(30)
+            .seed(3);
+        let a = solver.solve(&p, &limits).unwrap();
+        let b = solver.solve(&p, &limits).unwrap();
+        let name = backend.name();
+        if a.status != Status::Optimal {
+            assert_eq!(
+                a.status.stop_reason(),
+                Some(StopReason::WorkLimit),
+                "{name}"
+            );
+        }
+        assert_eq!(a.schedule, b.schedule, "{name}");
+        assert_eq!(
+            (a.status, a.lower_bound),
+            (b.status, b.lower_bound),
+            "{name}"
+        );
+        assert_eq!(a.work, b.work, "{name}");
+    }
+}
+
 fn backends() -> Vec<Backend> {
     vec![
         #[cfg(feature = "microlp")]

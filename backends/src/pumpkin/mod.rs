@@ -49,21 +49,31 @@
 //!   adds nothing and is ignored.
 //! - pumpkin's domains are `i32`: an upper bound above `i32::MAX / 2`, or a resource whose
 //!   demands do not fit `i32`, is [`SolveError::Unsupported`] (rescale time to solve it).
+//! - **Work budget.** [`Limits::work_limit`] is a budget of conflicts (the smaller of it and
+//!   [`PumpkinConfig::max_conflicts`]); reaching it stops with [`StopReason::WorkLimit`]. The
+//!   heuristic start has its own budget ([`PumpkinConfig::heuristic_schedules`]) and, under a
+//!   work budget, the whole time left rather than a share of it.
 //! - With one thread, deterministic for a seed (the heuristic and pumpkin's random generator
 //!   are seeded with [`Limits::seed`]; slices count conflicts, not time) unless the clock
 //!   stops the solve.
 //! - **Portfolio.** With [`Limits::threads`] `t >= 2` (and [`PumpkinConfig::portfolio`]),
 //!   `t` searches run on their own threads, each on its own model: the even ones with the
 //!   configuration as given, the odd ones with [`diversified`] (the other direction, no edge
-//!   finding, small dual probes) and their own heuristic start (seed `s + w`, kept when no longer than the
-//!   shared one). Before each probe a worker publishes its incumbent makespan and bound and
-//!   adopts the others' (`M <= UB - 1` and `M >= LB` as clauses); the first to close the gap
-//!   stops the rest, and the outcome is the best schedule and the best bound of all. Which
-//!   worker finds what depends on thread timing, so the proven makespan and status are
-//!   reproducible but the schedule of an optimum, the bound of a stopped solve and
-//!   [`Outcome::work`] (conflicts of all workers) may differ between runs.
-//!   [`PumpkinConfig::max_conflicts`] applies to each worker. On PSPLIB j30 at 10 s on 2
-//!   cores it proves all 480, the slowest (`j3013_6`) in 6.1 s.
+//!   finding, small dual probes) and their own heuristic start (seed `s + w`, kept when no
+//!   longer than the shared one). Before each probe a worker publishes its incumbent makespan
+//!   and bound and adopts the others' (`M <= UB - 1` and `M >= LB` as clauses); the first to
+//!   close the gap stops the rest, and the outcome is the best schedule and the best bound of
+//!   all. Which worker finds what depends on thread timing, so the proven makespan and status
+//!   are reproducible but the schedule of an optimum, the bound of a stopped solve and
+//!   [`Outcome::work`] (conflicts of all workers) may differ between runs. The conflict budget
+//!   applies to each worker. On PSPLIB j30 at 10 s on 2 cores it proves all 480, the slowest
+//!   (`j3013_6`) in 6.1 s.
+//! - **Deterministic portfolio.** Under a work budget the workers share nothing (no bounds,
+//!   no stop flag): each runs to its own proof or budget, and the outcome takes, in worker
+//!   order, the first of the shortest schedules, the largest bound and the sum of the
+//!   conflicts. The outcome is then the same on any machine and load for a given number of
+//!   threads (see the determinism contract of [`Limits`]), at the price of workers that keep
+//!   searching after another one closed the gap.
 //! - [`Outcome::work`] counts the conflicts of the CP search (0 when the model was not needed);
 //!   the heuristic's schedules are not included.
 //! - Nothing is printed: pumpkin writes statistics only when its statistic logging is
@@ -145,8 +155,9 @@ pub struct PumpkinConfig {
     /// With [`Limits::threads`] of 2 or more, run that many searches in parallel (a
     /// portfolio, see the module docs) instead of one. Default `true`.
     pub portfolio: bool,
-    /// A budget of conflicts for the whole search: reaching it stops with
-    /// [`StopReason::WorkLimit`]. `None`: no budget.
+    /// A budget of conflicts for the whole search (for each worker of a portfolio): reaching
+    /// it stops with [`StopReason::WorkLimit`]. `None`: no budget but [`Limits::work_limit`];
+    /// with both, the smaller.
     pub max_conflicts: Option<u64>,
     /// The branching strategy (default [`Search::Sst`]).
     pub search: Search,
@@ -342,8 +353,14 @@ impl Pumpkin {
     /// [`PumpkinConfig::portfolio`] one per thread, alternating the configuration as given
     /// (seed `s`) and [`diversified`] (seeds `s + 1`, `s + 2`, ...).
     fn workers(&self, problem: &Problem, limits: &Limits) -> Vec<(PumpkinConfig, u64)> {
+        // The caller's work budget caps the configured one (each worker gets it all).
+        let max_conflicts = match (self.config.max_conflicts, limits.work_limit) {
+            (Some(c), Some(w)) => Some(c.min(w)),
+            (c, w) => c.or(w),
+        };
         let given = PumpkinConfig {
             direction: self.config.direction.resolve(problem),
+            max_conflicts,
             ..self.config.clone()
         };
         if !given.portfolio || limits.threads < 2 {
@@ -370,16 +387,32 @@ impl Pumpkin {
         limits: &Limits,
         clock: &Clock,
     ) -> Result<(Option<Schedule>, Option<StopReason>), SolveError> {
-        let heuristic = Heuristic::new(HeuristicConfig {
-            max_schedules: Some(self.config.heuristic_schedules.max(1)),
-            ..HeuristicConfig::default()
-        });
-        let time_limit = clock.share(self.config.heuristic_time_share);
-        let outcome = heuristic.solve(problem, &limits.helper(time_limit))?;
+        let outcome = start(&self.config, problem, limits, clock, limits.seed)?;
         let stop = match outcome.status {
             Status::Feasible(StopReason::Cancelled) => Some(StopReason::Cancelled),
             _ => clock.should_stop(),
         };
         Ok((outcome.schedule, stop))
     }
+}
+
+/// The `sgs` heuristic's run for a search's first incumbent: [`PumpkinConfig::heuristic_schedules`]
+/// schedules (its own budget: the caller's work budget counts conflicts), at most
+/// [`PumpkinConfig::heuristic_time_share`] of the time left, seeded with `seed`.
+fn start(
+    config: &PumpkinConfig,
+    problem: &Problem,
+    limits: &Limits,
+    clock: &Clock,
+    seed: u64,
+) -> Result<Outcome, SolveError> {
+    let heuristic = Heuristic::new(HeuristicConfig {
+        max_schedules: Some(config.heuristic_schedules.max(1)),
+        ..HeuristicConfig::default()
+    });
+    let helper = Limits {
+        work_limit: None,
+        ..limits.helper(clock.share(config.heuristic_time_share))
+    };
+    heuristic.solve(problem, &helper.seed(seed))
 }

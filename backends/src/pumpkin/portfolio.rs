@@ -4,13 +4,11 @@
 
 use std::sync::atomic::AtomicI64;
 
-use concerto_rcpsp::{
-    Heuristic, HeuristicConfig, Limits, Schedule, SolveError, Solver, StopReason, Time,
-};
+use concerto_rcpsp::{Limits, Schedule, SolveError, StopReason, Time};
 
 use super::model::Model;
 use super::probing::Run;
-use super::{Direction, PumpkinConfig};
+use super::{start, Direction, PumpkinConfig};
 
 /// What the workers of a portfolio share: the best makespan found, the best bound proven, and
 /// a flag raised when one of them closes the gap.
@@ -52,6 +50,12 @@ type WorkerResult = (Option<Schedule>, Time, StopReason, u64);
 /// Runs one search per worker on its own thread, each on its own model, sharing the best
 /// makespan and bound (see the module docs), and folds their results into `run`. Returns why
 /// the search stopped.
+///
+/// Under a work budget ([`Limits::work_limit`]) nothing is shared: what one worker would
+/// adopt from another, and when another would stop it, depends on thread timing. Each worker
+/// then runs to its own end (its gap closed or its budget spent), and the fold, in worker
+/// order, keeps the first of the shortest schedules, the largest bound and the sum of the
+/// conflicts: the same on any machine and load.
 pub(super) fn portfolio(
     run: &mut Run<'_>,
     workers: &[(PumpkinConfig, u64)],
@@ -64,25 +68,19 @@ pub(super) fn portfolio(
         done: concerto_rcpsp::CancelFlag::new(),
     };
     let (problem, clock, cap) = (run.problem, run.clock, run.cap);
+    let shared = limits.work_limit.is_none().then_some(&shared);
     let results: Vec<Result<WorkerResult, SolveError>> = std::thread::scope(|scope| {
         let handles: Vec<_> = workers
             .iter()
             .enumerate()
             .map(|(w, (config, seed))| {
-                let (shared, mut best) = (&shared, run.best.clone());
+                let mut best = run.best.clone();
                 let (mut best_makespan, lower_bound) = (run.best_makespan, run.lower_bound);
                 scope.spawn(move || {
                     if w > 0 {
                         // Its own start, from its own seed: where the search starts from
                         // matters more than the solver's seed. Kept when no longer.
-                        let heuristic = Heuristic::new(HeuristicConfig {
-                            max_schedules: Some(config.heuristic_schedules.max(1)),
-                            ..HeuristicConfig::default()
-                        });
-                        let time_limit = clock.share(config.heuristic_time_share);
-                        let own = heuristic
-                            .solve(problem, &limits.helper(time_limit).seed(*seed))?
-                            .schedule;
+                        let own = start(config, problem, limits, clock, *seed)?.schedule;
                         if let Some(own) = own {
                             let m = own.makespan(problem);
                             if m <= best_makespan {
@@ -100,11 +98,11 @@ pub(super) fn portfolio(
                         lower_bound,
                         cap,
                         conflicts: 0,
-                        shared: Some(shared),
+                        shared,
                     };
                     let reason = worker.search(&mut model, config, limits);
                     worker.publish();
-                    if worker.closed() {
+                    if let Some(shared) = shared.filter(|_| worker.closed()) {
                         shared.done.cancel();
                     }
                     Ok((worker.best, worker.lower_bound, reason, worker.conflicts))

@@ -3,10 +3,9 @@
 //! current order needs after it, all in coarse time (see the parent module's docs).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use super::state::State;
-use super::RESOLUTION;
+use super::{Solved, RESOLUTION};
 use crate::problem::{ActivityId, Problem, ProblemBuilder, ResourceId, Time};
 use crate::schedule::Schedule;
 use crate::solver::{Limits, Solver};
@@ -192,41 +191,34 @@ impl Window {
         })
     }
 
-    /// Solves the window; returns its members' new starts (real time) if the sink moved
-    /// earlier.
-    pub(super) fn solve(
-        &self,
-        inner: &dyn Solver,
-        limits: &Limits,
-        window_limit: Duration,
-    ) -> Option<Vec<(ActivityId, Time)>> {
-        let time = window_limit;
-        let outcome = inner
-            .solve(
-                &self.sub,
-                &Limits {
-                    time_limit: Some(time),
-                    work_limit: None,
-                    seed: limits.seed,
-                    threads: 1,
-                    initial: Some(self.initial.clone()),
-                    upper_bound: None,
-                    cancel: limits.cancel.clone(),
-                },
-            )
-            // A window the inner solver cannot take (too large for its number types, say) is
-            // left as it is.
-            .ok()?;
-        let schedule = outcome.schedule?;
-        if schedule.start(self.sink) >= self.current {
-            return None;
+    /// Solves the window within `limits` (from the current window schedule); returns its
+    /// members' new starts (real time) if the sink moved earlier, and the inner solver's work.
+    pub(super) fn solve(&self, inner: &dyn Solver, limits: &Limits) -> Solved {
+        let limits = Limits {
+            initial: Some(self.initial.clone()),
+            ..limits.clone()
+        };
+        // A window the inner solver cannot take (too large for its number types, say) is
+        // left as it is.
+        let Ok(outcome) = inner.solve(&self.sub, &limits) else {
+            return Solved {
+                moves: None,
+                work: 0,
+            };
+        };
+        let moves = outcome
+            .schedule
+            .filter(|schedule| schedule.start(self.sink) < self.current)
+            .map(|schedule| {
+                self.members
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &j)| (j, self.base + schedule.starts()[k] * self.unit))
+                    .collect()
+            });
+        Solved {
+            moves,
+            work: outcome.work,
         }
-        Some(
-            self.members
-                .iter()
-                .enumerate()
-                .map(|(k, &j)| (j, self.base + schedule.starts()[k] * self.unit))
-                .collect(),
-        )
     }
 }
