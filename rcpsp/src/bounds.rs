@@ -24,6 +24,8 @@ use crate::temporal::{earliest_starts, latest_starts, tails};
 
 /// Which argument a lower bound comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum BoundKind {
     /// The critical path.
@@ -50,6 +52,7 @@ impl BoundKind {
 
 /// A lower bound with the argument that gives it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct LowerBound {
     /// No schedule has a smaller makespan.
     pub value: Time,

@@ -36,6 +36,7 @@ use crate::solver::{Limits, SolveError, Solver, Status, StopReason};
 
 /// One region: its alternative modes, each a set of activities.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Region {
     /// The region's name (the critical collective, in joint decomposition).
     pub name: String,
@@ -135,6 +136,7 @@ pub enum ModalError {
 /// A solution: one mode per region and a start per activity of the full problem (the starts
 /// of absent activities are ignored).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ModalSolution {
     /// The mode chosen in each region.
     pub modes: Vec<usize>,
@@ -423,6 +425,7 @@ pub fn check_modal(problem: &ModalProblem, solution: &ModalSolution) -> Result<T
 
 /// The result of a modal solve.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct ModalOutcome {
     /// What was established.
     pub status: Status,

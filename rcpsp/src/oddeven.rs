@@ -71,6 +71,7 @@ pub const RESOLUTION: Time = 1_000;
 
 /// Configuration of the odd-even driver.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct OddEvenConfig {
     /// Activities per block; a window holds two blocks.
     pub block: usize,
@@ -111,6 +112,7 @@ impl Default for OddEvenConfig {
 
 /// What one round did.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct RoundReport {
     /// 1-based round number.
     pub round: usize,
@@ -131,6 +133,7 @@ pub struct RoundReport {
 
 /// The result of a run: the outcome, the starting makespan and one report per round.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct OddEvenReport {
     /// The outcome (solver name `<inner>+oddeven`).
     pub outcome: Outcome,

@@ -34,6 +34,8 @@ pub type Time = i64;
 
 /// Index of an activity in a [`Problem`] (its position in [`Problem::activities`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct ActivityId(pub usize);
 
 impl ActivityId {
@@ -52,6 +54,8 @@ impl fmt::Display for ActivityId {
 
 /// Index of a renewable resource in a [`Problem`] (its position in [`Problem::resources`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct ResourceId(pub usize);
 
 impl ResourceId {
@@ -64,6 +68,7 @@ impl ResourceId {
 
 /// A renewable resource: at every time point at most `capacity` units are in use.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Resource {
     /// Unique name, used in files, errors and reports.
     pub name: String,
@@ -73,6 +78,7 @@ pub struct Resource {
 
 /// An activity (a job, an op): it runs without interruption for `duration`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Activity {
     /// Unique name, used in files, errors and reports.
     pub name: String,
@@ -97,6 +103,7 @@ impl Activity {
 
 /// A finish-to-start precedence `from -> to`: `start(to) >= start(from) + duration(from) + lag`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Precedence {
     /// The predecessor.
     pub from: ActivityId,
@@ -108,6 +115,7 @@ pub struct Precedence {
 
 /// One arc of the precedence graph as seen from one of its ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Arc {
     /// The activity at the other end.
     pub activity: ActivityId,
@@ -134,6 +142,9 @@ pub struct Arc {
 /// assert_eq!(check(&problem, &schedule)?, 8);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+///
+/// With the `serde` feature a problem (de)serialises in the JSON problem format of
+/// [`crate::io::json`] (by names, validated by [`ProblemBuilder::build`] on the way in).
 #[derive(Clone, Debug)]
 pub struct Problem {
     activities: Vec<Activity>,

@@ -6,7 +6,12 @@ use crate::problem::{ActivityId, Problem, Time};
 ///
 /// A schedule does not know its problem; [`crate::check`] says whether it is valid for one.
 /// Activities run during `[start, start + duration)`.
+///
+/// With the `serde` feature it (de)serialises as the list of start times. The named JSON
+/// format of [`crate::io::json`] needs the problem and is the one for files.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(transparent))]
 pub struct Schedule {
     starts: Vec<Time>,
 }

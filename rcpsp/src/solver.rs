@@ -286,6 +286,8 @@ impl Clock {
 
 /// Why a solve stopped without a proof.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum StopReason {
     /// The time limit was reached.
@@ -315,6 +317,8 @@ impl StopReason {
 
 /// What a solve established.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 #[non_exhaustive]
 pub enum Status {
     /// The schedule's makespan equals the proven lower bound.
@@ -358,6 +362,7 @@ impl fmt::Display for Status {
 
 /// The result of a solve.
 #[derive(Clone, Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Outcome {
     /// What was established.
     pub status: Status,
@@ -561,5 +566,47 @@ mod tests {
             .validate(&problem)
             .expect_err("zero work");
         assert!(err.to_string().contains("work limit"), "{err}");
+    }
+
+    #[cfg(feature = "serde")]
+    #[test]
+    fn an_outcome_round_trips_through_json() {
+        use crate::generate::{project, Project};
+        let problem = project(&Project::with_size(30, 2));
+        let outcome = crate::Heuristic::default()
+            .solve(&problem, &Limits::default().work_limit(300).seed(1))
+            .expect("solves");
+        assert_eq!(outcome.status, Status::Feasible(StopReason::WorkLimit));
+        let text = serde_json::to_string(&outcome).expect("serialises");
+        assert!(
+            text.contains(r#""status":{"feasible":"work-limit"}"#),
+            "{text}"
+        );
+        let back: Outcome = serde_json::from_str(&text).expect("deserialises");
+        assert_eq!(back.schedule, outcome.schedule);
+        assert_eq!(back.status, outcome.status);
+        assert_eq!(
+            (back.makespan, back.lower_bound, back.work),
+            (outcome.makespan, outcome.lower_bound, outcome.work)
+        );
+        assert_eq!(
+            (back.solver, back.elapsed),
+            (outcome.solver, outcome.elapsed)
+        );
+        // The schedule is the list of its start times.
+        let starts = serde_json::to_string(outcome.schedule.as_ref().unwrap().starts()).unwrap();
+        assert!(text.contains(&format!(r#""schedule":{starts}"#)), "{text}");
+        for status in [
+            Status::Optimal,
+            Status::Infeasible,
+            Status::Unknown(StopReason::Cancelled),
+        ] {
+            let text = serde_json::to_string(&status).unwrap();
+            assert_eq!(
+                serde_json::from_str::<Status>(&text).unwrap(),
+                status,
+                "{text}"
+            );
+        }
     }
 }

@@ -187,6 +187,11 @@ fn check_header(
 /// Parses a problem from JSON; `file` names it in errors.
 pub fn parse_problem(text: &str, file: &str) -> Result<Problem, ReadError> {
     let pf: ProblemFile = serde_json::from_str(text).map_err(|e| json_error(file, &e))?;
+    from_file(pf, file)
+}
+
+/// The problem a parsed file describes, validated; `file` names it in errors.
+fn from_file(pf: ProblemFile, file: &str) -> Result<Problem, ReadError> {
     check_header(file, pf.format.as_deref(), pf.version, PROBLEM_FORMAT)?;
     let mut b = ProblemBuilder::new();
     for r in &pf.resources {
@@ -215,7 +220,12 @@ pub fn parse_problem(text: &str, file: &str) -> Result<Problem, ReadError> {
 
 /// Writes a problem as pretty JSON.
 pub fn problem_to_json(problem: &Problem) -> String {
-    let pf = ProblemFile {
+    serde_json::to_string_pretty(&to_file(problem)).expect("a problem always serialises")
+}
+
+/// The file form of a problem.
+fn to_file(problem: &Problem) -> ProblemFile {
+    ProblemFile {
         format: Some(PROBLEM_FORMAT.into()),
         version: Some(VERSION),
         resources: problem
@@ -252,8 +262,25 @@ pub fn problem_to_json(problem: &Problem) -> String {
                 lag: p.lag,
             })
             .collect(),
-    };
-    serde_json::to_string_pretty(&pf).expect("a problem always serialises")
+    }
+}
+
+/// A [`Problem`] serialises as its JSON file (see the module docs), with any serde format.
+#[cfg(feature = "serde")]
+impl Serialize for Problem {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        to_file(self).serialize(serializer)
+    }
+}
+
+/// A [`Problem`] deserialises from its JSON file form and is validated: an invalid one is an
+/// error naming the offending item (see [`crate::ProblemError`]).
+#[cfg(feature = "serde")]
+impl<'de> Deserialize<'de> for Problem {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let pf = ProblemFile::deserialize(deserializer)?;
+        from_file(pf, "the serialised problem").map_err(serde::de::Error::custom)
+    }
 }
 
 /// Writes a schedule of `problem` as pretty JSON, activities in problem order.
@@ -322,4 +349,27 @@ pub fn read_schedule(problem: &Problem, path: impl AsRef<Path>) -> Result<Schedu
     let path = path.as_ref();
     let text = read_text(path)?;
     schedule_from_json(problem, &text, &path.display().to_string())
+}
+
+#[cfg(all(test, feature = "serde"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_problem_serialises_as_its_json_file_and_is_validated_on_the_way_in() {
+        let problem = crate::generate::project(&crate::generate::Project::with_size(12, 4));
+        let text = serde_json::to_string(&problem).expect("serialises");
+        let back: Problem = serde_json::from_str(&text).expect("deserialises");
+        assert_eq!(back.activities(), problem.activities());
+        assert_eq!(back.resources(), problem.resources());
+        assert_eq!(back.precedences(), problem.precedences());
+        // The same text as the file format.
+        let file = parse_problem(&problem_to_json(&problem), "file").expect("parses");
+        assert_eq!(serde_json::to_string(&file).unwrap(), text);
+        // A cycle is an error that names it.
+        let bad = r#"{"activities": [{"name": "x", "duration": 1}, {"name": "y", "duration": 1}],
+            "precedences": [{"from": "x", "to": "y"}, {"from": "y", "to": "x"}]}"#;
+        let err = serde_json::from_str::<Problem>(bad).expect_err("a cycle");
+        assert!(err.to_string().contains("`x`"), "{err}");
+    }
 }
