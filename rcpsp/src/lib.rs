@@ -76,7 +76,7 @@ pub use problem::{
 };
 pub use registry::{Registry, RegistryError, SolverInfo};
 pub use schedule::Schedule;
-pub use search::{Heuristic, HeuristicConfig};
+pub use search::{Heuristic, HeuristicConfig, StallStop};
 pub use selection::{Chosen, Enumeration, Selection, SelectionError, Selector};
 pub use sgs::{ActivityList, ListError};
 pub use solver::{

@@ -16,7 +16,12 @@
 //!
 //! It stops when the makespan meets the lower bound (status `Optimal`), at the time limit, at
 //! the configured number of generated schedules or at [`Limits::work_limit`] (the smaller of
-//! the two), or when cancelled. Every justification pass
+//! the two), when cancelled, or when it stalls ([`StallStop`], status `Feasible(Exhausted)`):
+//! by default, a run without a schedule budget stops once it has gone `max(1 000, 50 n, S)`
+//! schedules without a better one, `S` being the schedules it took to find the current best
+//! (it has then waited as long as its whole history of progress). A small problem that the
+//! bound cannot close thus ends in milliseconds instead of spending its whole time limit, and
+//! a long run that keeps improving keeps going. Every justification pass
 //! counts as a generated schedule, as is usual when comparing on PSPLIB ("schedules" in
 //! Kolisch & Hartmann, EJOR 174, 2006). With no time limit and no schedule budget the budget is
 //! 50 000 schedules, the largest budget of that comparison.
@@ -63,7 +68,32 @@ pub struct HeuristicConfig {
     pub max_schedules: Option<u64>,
     /// Justification rounds per schedule (0 turns it off).
     pub justify_rounds: usize,
+    /// When the search stops for lack of progress (default [`StallStop::Auto`]).
+    pub stall: StallStop,
 }
+
+/// When the heuristic stops because it no longer finds better schedules (see the module
+/// docs). A stall stop is [`StopReason::Exhausted`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StallStop {
+    /// Without a schedule budget ([`HeuristicConfig::max_schedules`] and
+    /// [`Limits::work_limit`] both unset): after `max(1 000, 50 n, S)` schedules without a
+    /// better one, `n` the activities and `S` the schedules generated when the current best
+    /// was found. With a budget: never (the caller asked for that many schedules, which keeps
+    /// the result a function of the budget).
+    #[default]
+    Auto,
+    /// After this many schedules without a better one, budget or not.
+    After(u64),
+    /// Never: only the bound, the budget, the time limit and the cancel flag stop it.
+    Never,
+}
+
+/// The fewest schedules without a better one before [`StallStop::Auto`] stops a search.
+pub const STALL_FLOOR: u64 = 1_000;
+/// [`StallStop::Auto`] waits at least this many schedules per activity.
+pub const STALL_PER_ACTIVITY: u64 = 50;
 
 /// Expected schedules per list of an automatic population.
 pub const SCHEDULES_PER_LIST: u64 = 450;
@@ -82,6 +112,7 @@ impl Default for HeuristicConfig {
             elite: 4,
             max_schedules: None,
             justify_rounds: 3,
+            stall: StallStop::Auto,
         }
     }
 }
@@ -177,6 +208,11 @@ struct Search<'p> {
     lower_bound: Time,
     budget: u64,
     generated: u64,
+    /// Schedules generated when the current best was found.
+    improved_at: u64,
+    /// The stall rule in force: `None` (never), or the floor of stale schedules and whether
+    /// it grows with `improved_at` (see [`StallStop`]).
+    stall: Option<(u64, bool)>,
     best: Time,
     best_starts: Vec<Time>,
     /// Whether the problem has release dates or deadlines: no justification then, and
@@ -213,6 +249,14 @@ impl<'p> Search<'p> {
             (None, None) if limits.time_limit.is_some() => u64::MAX,
             (None, None) => DEFAULT_SCHEDULE_BUDGET,
         };
+        let stall = match config.stall {
+            StallStop::Auto if config.max_schedules.is_none() && limits.work_limit.is_none() => {
+                let n = problem.len() as u64;
+                Some((STALL_FLOOR.max(STALL_PER_ACTIVITY.saturating_mul(n)), true))
+            }
+            StallStop::Auto | StallStop::Never => None,
+            StallStop::After(k) => Some((k, false)),
+        };
         let mut rng = ChaCha8Rng::seed_from_u64(limits.seed);
         let lft = priorities(problem, Rule::Lft, &mut rng);
         Self {
@@ -225,6 +269,8 @@ impl<'p> Search<'p> {
             lower_bound,
             budget,
             generated: 0,
+            improved_at: 0,
+            stall,
             best: Time::MAX,
             best_starts: Vec::new(),
             windows: problem.has_time_windows(),
@@ -241,6 +287,16 @@ impl<'p> Search<'p> {
         }
         if self.generated >= self.budget {
             return Some(Stop::Reason(StopReason::WorkLimit));
+        }
+        if let Some((floor, grows)) = self.stall {
+            let limit = if grows {
+                floor.max(self.improved_at)
+            } else {
+                floor
+            };
+            if self.generated - self.improved_at >= limit {
+                return Some(Stop::Reason(StopReason::Exhausted));
+            }
         }
         self.clock.should_stop().map(Stop::Reason)
     }
@@ -262,6 +318,7 @@ impl<'p> Search<'p> {
             0
         };
         if late == 0 && m < self.best {
+            self.improved_at = self.generated;
             self.best = m;
             self.best_starts.clear();
             self.best_starts.extend_from_slice(self.forward.starts());
@@ -562,6 +619,69 @@ mod tests {
         assert!(a.work >= 4_000, "{}", a.work);
         assert_same(&a, &b);
         assert_same(&a, &c);
+    }
+
+    /// Seven activities: three (demand 2 of 3) pairwise exclude each other, which the bounds
+    /// do not see, beside a chain of four on another resource. The bounds say at most 4 and
+    /// the optimum is 6, so no run can prove it.
+    fn unprovable() -> Problem {
+        let mut b = ProblemBuilder::new();
+        let r = b.resource("r", 3);
+        let s = b.resource("s", 1);
+        for k in 0..3 {
+            let a = b.activity(format!("wide{k}"), 2);
+            b.demand(a, r, 2);
+        }
+        let mut previous = None;
+        for k in 0..4 {
+            let a = b.activity(format!("thin{k}"), 1);
+            b.demand(a, s, 1);
+            if let Some(p) = previous {
+                b.precedence(p, a);
+            }
+            previous = Some(a);
+        }
+        b.build().unwrap()
+    }
+
+    #[test]
+    fn a_stalled_search_stops_long_before_its_time_limit() {
+        let p = unprovable();
+        let limits = Limits::with_time_limit(std::time::Duration::from_secs(10));
+        let began = std::time::Instant::now();
+        let outcome = Heuristic::default().solve(&p, &limits).unwrap();
+        assert!(began.elapsed() < std::time::Duration::from_secs(5));
+        assert_eq!(outcome.status, Status::Feasible(StopReason::Exhausted));
+        assert_eq!(outcome.makespan, Some(6));
+        assert!(outcome.lower_bound < 6);
+        // The floor (1 000 stale schedules) after a best found among the first few.
+        assert!(
+            (STALL_FLOOR..2 * STALL_FLOOR).contains(&outcome.work),
+            "{}",
+            outcome.work
+        );
+        // A budget is spent whole, and `Never` waits for the budget too.
+        for (stall, max_schedules) in [
+            (StallStop::Auto, Some(3_000)),
+            (StallStop::Never, Some(3_000)),
+        ] {
+            let solver = Heuristic::new(HeuristicConfig {
+                stall,
+                max_schedules,
+                ..HeuristicConfig::default()
+            });
+            let outcome = solver.solve(&p, &Limits::default()).unwrap();
+            assert_eq!(outcome.status, Status::Feasible(StopReason::WorkLimit));
+            assert!(outcome.work >= 3_000);
+        }
+        let solver = Heuristic::new(HeuristicConfig {
+            stall: StallStop::After(200),
+            max_schedules: Some(3_000),
+            ..HeuristicConfig::default()
+        });
+        let outcome = solver.solve(&p, &Limits::default()).unwrap();
+        assert_eq!(outcome.status, Status::Feasible(StopReason::Exhausted));
+        assert!(outcome.work < 1_000, "{}", outcome.work);
     }
 
     #[test]
