@@ -112,8 +112,8 @@ pub fn improve(
     if limits.time_limit.is_some_and(|t| t.is_zero()) {
         return Err(SolveError::ZeroTimeLimit);
     }
-    let start_makespan = check_modal(problem, start)
-        .map_err(|e| backend(format!("the starting solution is invalid: {e}")))?;
+    let start_makespan =
+        check_modal(problem, start).map_err(|source| SolveError::InvalidModalInitial { source })?;
     let mut current = start.clone();
     let mut makespan = start_makespan;
     let (mut windows, mut improved, mut mode_changes, mut skipped) = (0, 0, 0, 0);
@@ -155,8 +155,12 @@ pub fn improve(
             let Some(candidate) = found else {
                 continue;
             };
-            let m = check_modal(problem, &candidate)
-                .map_err(|e| backend(format!("a decoded window solution is invalid: {e}")))?;
+            let m = check_modal(problem, &candidate).map_err(|source| {
+                SolveError::InvalidModalAnswer {
+                    solver: solver.name().to_owned(),
+                    source,
+                }
+            })?;
             let finishes = |s: &ModalSolution| -> i128 {
                 problem
                     .problem()
@@ -624,8 +628,9 @@ mod tests {
             starts: vec![0, 0, 0, 0, 0],
         };
         let e = improve(&m, &bad, &Brute, &JointConfig::default(), &limits).unwrap_err();
+        assert!(matches!(e, SolveError::InvalidModalInitial { .. }), "{e}");
         assert!(
-            e.to_string().contains("starting solution is invalid"),
+            e.to_string().contains("initial modal solution is invalid"),
             "{e}"
         );
         let zero = Limits::with_time_limit(Duration::ZERO);

@@ -29,7 +29,7 @@
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::check::check;
+use crate::check::{check, Violations};
 use crate::problem::{ActivityId, Problem, ProblemBuilder, ProblemError, Time};
 use crate::schedule::Schedule;
 use crate::solver::{Limits, SolveError, Solver, Status, StopReason};
@@ -131,6 +131,18 @@ pub enum ModalError {
     /// The reduced problem could not be built.
     #[error("the reduced problem: {0}")]
     Reduced(#[from] ProblemError),
+    /// A solution whose number of starts is not the number of activities.
+    #[error("{starts} starts for {activities} activities")]
+    StartCount {
+        /// Starts given.
+        starts: usize,
+        /// Activities in the full problem.
+        activities: usize,
+    },
+    /// The starts break the reduced problem of the chosen modes (the activities are named
+    /// as in the reduced problem, whose names are the full problem's).
+    #[error("{0}")]
+    Schedule(#[from] Violations),
 }
 
 /// A solution: one mode per region and a start per activity of the full problem (the starts
@@ -409,18 +421,22 @@ impl ModalProblem {
     }
 }
 
-/// Checks a modal solution independently: a valid mode choice, and the reduced problem's
-/// schedule passes [`check`]. Returns the makespan.
-pub fn check_modal(problem: &ModalProblem, solution: &ModalSolution) -> Result<Time, String> {
+/// Checks a modal solution independently: a valid mode choice
+/// ([`ModalError::InvalidChoice`]), one start per activity ([`ModalError::StartCount`]), and
+/// the reduced problem's schedule passes [`check`] ([`ModalError::Schedule`]). Returns the
+/// makespan.
+pub fn check_modal(problem: &ModalProblem, solution: &ModalSolution) -> Result<Time, ModalError> {
     if solution.starts.len() != problem.problem().len() {
-        return Err(format!(
-            "{} starts for {} activities",
-            solution.starts.len(),
-            problem.problem().len()
-        ));
+        return Err(ModalError::StartCount {
+            starts: solution.starts.len(),
+            activities: problem.problem().len(),
+        });
     }
-    let reduced = problem.reduce(&solution.modes).map_err(|e| e.to_string())?;
-    check(&reduced.problem, &reduced.restrict(&solution.starts)).map_err(|v| v.to_string())
+    let reduced = problem.reduce(&solution.modes)?;
+    Ok(check(
+        &reduced.problem,
+        &reduced.restrict(&solution.starts),
+    )?)
 }
 
 /// The result of a modal solve.
@@ -481,10 +497,11 @@ pub fn verified_modal(
     outcome: ModalOutcome,
 ) -> Result<ModalOutcome, SolveError> {
     if let Some(s) = &outcome.solution {
-        let makespan = check_modal(problem, s).map_err(|e| SolveError::Backend {
-            solver: outcome.solver.clone(),
-            message: format!("invalid modal solution: {e}"),
-        })?;
+        let makespan =
+            check_modal(problem, s).map_err(|source| SolveError::InvalidModalAnswer {
+                solver: outcome.solver.clone(),
+                source,
+            })?;
         if outcome.makespan != Some(makespan) || outcome.lower_bound > makespan {
             return Err(SolveError::Backend {
                 solver: outcome.solver.clone(),
@@ -622,13 +639,16 @@ mod tests {
             modes: vec![1],
             starts: vec![0, 0, 1, 2, 5],
         };
-        assert!(check_modal(&m, &bad).unwrap_err().contains("y2"));
+        let err = check_modal(&m, &bad).unwrap_err();
+        assert!(matches!(err, ModalError::Schedule(_)), "{err}");
+        assert!(err.to_string().contains("y2"), "{err}");
         let wrong = ModalSolution {
             modes: vec![2],
             starts: vec![0; 5],
         };
         assert!(check_modal(&m, &wrong)
             .unwrap_err()
+            .to_string()
             .contains("has 2 modes, not mode 2"));
         let short = ModalSolution {
             modes: vec![0, 0],
@@ -636,7 +656,19 @@ mod tests {
         };
         assert!(check_modal(&m, &short)
             .unwrap_err()
+            .to_string()
             .contains("2 modes for 1 regions"));
+        let few = ModalSolution {
+            modes: vec![0],
+            starts: vec![0; 4],
+        };
+        assert_eq!(
+            check_modal(&m, &few),
+            Err(ModalError::StartCount {
+                starts: 4,
+                activities: 5
+            })
+        );
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::check::{check, Violations};
+use crate::modal::ModalError;
 use crate::problem::{Problem, Time};
 use crate::schedule::Schedule;
 
@@ -478,6 +479,21 @@ pub enum SolveError {
         solver: String,
         /// What the schedule breaks.
         violations: Violations,
+    },
+    /// The starting modal solution fails [`check_modal`](crate::check_modal).
+    #[error("the initial modal solution is invalid: {source}")]
+    InvalidModalInitial {
+        /// What it breaks.
+        source: ModalError,
+    },
+    /// A modal solver returned a solution that fails [`check_modal`](crate::check_modal): a
+    /// bug, never a result.
+    #[error("solver `{solver}` returned an invalid modal solution: {source}")]
+    InvalidModalAnswer {
+        /// The solver.
+        solver: String,
+        /// What the solution breaks.
+        source: ModalError,
     },
 }
 

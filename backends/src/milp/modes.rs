@@ -100,9 +100,8 @@ impl ModalSolver for MilpModal {
         let initial = initial.or(own_start.as_ref());
         let initial_makespan = match initial {
             Some(s) => Some(
-                check_modal(problem, s).map_err(|e| SolveError::InvalidLimits {
-                    reason: format!("the initial modal solution is invalid: {e}"),
-                })?,
+                check_modal(problem, s)
+                    .map_err(|source| SolveError::InvalidModalInitial { source })?,
             ),
             None => None,
         };

@@ -50,7 +50,7 @@
 //! # Limits and semantics
 //! - [`Limits::validate`] applies (on the full problem, without [`Limits::initial`], which the
 //!   modal trait ignores); an initial solution failing [`check_modal`] is
-//!   [`SolveError::InvalidLimits`]. [`Limits::upper_bound`] is ignored.
+//!   [`SolveError::InvalidModalInitial`]. [`Limits::upper_bound`] is ignored.
 //! - The time limit and the cancel flag are polled by pumpkin before every decision and
 //!   conflict; a stop returns the best solution and the best bound proven: the model's root
 //!   lower bound on `M` (valid for every mode choice: each is in the model) or `LB`.
@@ -210,9 +210,7 @@ impl ModalSolver for PumpkinModal {
         let clock = limits.clock();
         let initial_makespan = initial
             .map(|s| {
-                check_modal(problem, s).map_err(|e| SolveError::InvalidLimits {
-                    reason: format!("the initial modal solution is invalid: {e}"),
-                })
+                check_modal(problem, s).map_err(|source| SolveError::InvalidModalInitial { source })
             })
             .transpose()?;
         let es = problem.earliest_starts();

@@ -530,7 +530,10 @@ impl Subject for Modal<'_> {
             status: o.status,
             makespan: o.makespan,
             lower_bound: o.lower_bound,
-            checked: o.solution.as_ref().map(|s| check_modal(self.problem, s)),
+            checked: o
+                .solution
+                .as_ref()
+                .map(|s| check_modal(self.problem, s).map_err(|e| e.to_string())),
             solution: o
                 .solution
                 .as_ref()

@@ -197,7 +197,10 @@ fn bad_requests_are_errors() {
     let err = solver
         .solve_modal(&problem, &Limits::default(), Some(&bad))
         .expect_err("invalid initial");
-    assert!(matches!(err, SolveError::InvalidLimits { .. }), "{err}");
+    assert!(
+        matches!(err, SolveError::InvalidModalInitial { .. }),
+        "{err}"
+    );
 
     // Durations beyond i32 with no initial solution: the horizon does not fit.
     let mut b = ProblemBuilder::new();
