@@ -379,6 +379,7 @@ impl ModalSolver for FirstModeOnly {
             lower_bound: o.lower_bound,
             solver: self.name().to_string(),
             elapsed: o.elapsed,
+            work: o.work,
         })
     }
 }

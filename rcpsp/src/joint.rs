@@ -29,7 +29,15 @@
 //!   finish times (a left shift that later windows can use).
 //!
 //! Rounds visit the anchors in order of their position until a round changes nothing,
-//! `rounds` is reached or the time limit runs out. Every solution kept passes
+//! `rounds` is reached, the time limit runs out or the work budget is spent.
+//!
+//! **Work budget.** With [`Limits::work_limit`] each window gets
+//! [`JointConfig::window_work_limit`] (capped by the budget left) instead of
+//! [`JointConfig::window_time_limit`], and the time limit only as a safety net; the work each
+//! window reports ([`ModalOutcome::work`](crate::ModalOutcome::work), at least 1) is charged,
+//! and the run stops after the window that spends the budget. Windows run one after another,
+//! so the result is then the same on any machine and load, as long as the time limit is not
+//! reached (see [`Limits`]). Every solution kept passes
 //! [`check_modal`]. Cost per window: one exact modal solve (bounded by
 //! [`JointConfig::window_time_limit`]) plus O((n + m) log n) to decode.
 
@@ -47,8 +55,12 @@ use crate::solver::{Limits, SolveError};
 pub struct JointConfig {
     /// Present activities added on each side of a region's.
     pub neighbours: usize,
-    /// Time limit of each window's solve.
+    /// Time limit of each window's solve (without a work budget).
     pub window_time_limit: Duration,
+    /// Work limit of each window's solve under [`Limits::work_limit`], in the modal solver's
+    /// unit (conflicts for pumpkin, nodes for the MILPs); it replaces
+    /// [`JointConfig::window_time_limit`] then. `None`: a window may spend all the budget left.
+    pub window_work_limit: Option<u64>,
     /// Rounds over all regions, at most.
     pub rounds: usize,
     /// Time units across a window (see the module docs).
@@ -63,6 +75,7 @@ impl Default for JointConfig {
         Self {
             neighbours: 12,
             window_time_limit: Duration::from_millis(500),
+            window_work_limit: Some(2_000),
             rounds: 3,
             resolution: 1_000,
             max_span: 96,
@@ -88,6 +101,10 @@ pub struct JointReport {
     /// Windows the solver refused as too large for its encoding
     /// ([`SolveError::Unsupported`]), skipped.
     pub skipped: usize,
+    /// Work the windows reported, at least 1 each, in the modal solver's unit.
+    pub work: u64,
+    /// Whether the run stopped because the work budget was spent.
+    pub budget_spent: bool,
     /// Wall time.
     pub elapsed: Duration,
 }
@@ -100,7 +117,8 @@ fn backend(message: String) -> SolveError {
 }
 
 /// Improves `start` window by window with `solver` (see the module docs). `start` must pass
-/// [`check_modal`]. `limits.time_limit` bounds the whole run.
+/// [`check_modal`]. `limits.time_limit` bounds the whole run, and so does
+/// `limits.work_limit`.
 pub fn improve(
     problem: &ModalProblem,
     start: &ModalSolution,
@@ -112,11 +130,21 @@ pub fn improve(
     if limits.time_limit.is_some_and(|t| t.is_zero()) {
         return Err(SolveError::ZeroTimeLimit);
     }
+    if limits.work_limit == Some(0) || config.window_work_limit == Some(0) {
+        return Err(SolveError::InvalidLimits {
+            reason: format!(
+                "the work limit and the window work limit must be positive, got {:?} and {:?}",
+                limits.work_limit, config.window_work_limit
+            ),
+        });
+    }
     let start_makespan =
         check_modal(problem, start).map_err(|source| SolveError::InvalidModalInitial { source })?;
     let mut current = start.clone();
     let mut makespan = start_makespan;
     let (mut windows, mut improved, mut mode_changes, mut skipped) = (0, 0, 0, 0);
+    let mut work = 0u64;
+    let mut budget_spent = false;
     let out_of_time = |began: Instant| {
         limits.time_limit.is_some_and(|t| began.elapsed() >= t)
             || limits.cancel.as_ref().is_some_and(|c| c.is_cancelled())
@@ -128,30 +156,50 @@ pub fn improve(
                 break 'rounds;
             }
             let left = limits.time_limit.map(|t| t.saturating_sub(began.elapsed()));
-            let window_limit = left.map_or(config.window_time_limit, |l| {
-                l.min(config.window_time_limit)
-            });
-            if window_limit.is_zero() {
+            if left.is_some_and(|l| l.is_zero()) {
                 break 'rounds;
             }
+            let window_limits = match limits.work_limit {
+                // The run's deadline as a safety net; the budget decides.
+                Some(budget) => {
+                    let left_work = budget.saturating_sub(work);
+                    Limits {
+                        work_limit: Some(
+                            config
+                                .window_work_limit
+                                .map_or(left_work, |w| w.min(left_work)),
+                        ),
+                        ..limits.helper(left)
+                    }
+                }
+                None => {
+                    let window = left.map_or(config.window_time_limit, |l| {
+                        l.min(config.window_time_limit)
+                    });
+                    limits.helper(Some(window))
+                }
+            };
             windows += 1;
-            let found = match solve_window(
+            let (found, spent) = match solve_window(
                 problem,
                 &current,
                 (r, lo, hi),
                 solver,
                 config,
-                limits,
-                window_limit,
+                &window_limits,
             ) {
-                Ok(found) => found,
+                Ok(answer) => answer,
                 // A window too large for this solver's encoding is skipped, not fatal.
                 Err(SolveError::Unsupported { .. }) => {
                     skipped += 1;
-                    None
+                    (None, 0)
                 }
                 Err(e) => return Err(e),
             };
+            work = work.saturating_add(spent.max(1));
+            if limits.work_limit.is_some_and(|budget| work >= budget) {
+                budget_spent = true;
+            }
             let Some(candidate) = found else {
                 continue;
             };
@@ -178,6 +226,9 @@ pub fn improve(
                 improved += 1;
                 changed = true;
             }
+            if budget_spent {
+                break 'rounds;
+            }
         }
         if !changed {
             break;
@@ -191,6 +242,8 @@ pub fn improve(
         improved,
         mode_changes,
         skipped,
+        work,
+        budget_spent,
         elapsed: began.elapsed(),
     })
 }
@@ -246,9 +299,9 @@ fn anchors(
     out
 }
 
-/// Solves the window of positions `lo..=hi` (plus neighbours) for region `r` and decodes the
-/// answer; `None` when the solve found nothing or the window decides no mode of `r`.
-#[allow(clippy::too_many_arguments)]
+/// Solves the window of positions `lo..=hi` (plus neighbours) for region `r` within `limits`
+/// and decodes the answer: `None` when the solve found nothing or the window decides no mode
+/// of `r`; and the work the solver reported.
 fn solve_window(
     problem: &ModalProblem,
     current: &ModalSolution,
@@ -256,8 +309,7 @@ fn solve_window(
     solver: &dyn ModalSolver,
     config: &JointConfig,
     limits: &Limits,
-    time_limit: Duration,
-) -> Result<Option<ModalSolution>, SolveError> {
+) -> Result<(Option<ModalSolution>, u64), SolveError> {
     let p = problem.problem();
     let present = |a: ActivityId| problem.present(a, &current.modes);
     let finish = |a: ActivityId| current.starts[a.index()] + p.duration(a);
@@ -289,7 +341,7 @@ fn solve_window(
         .filter(|&x| allowed[x].len() > 1)
         .collect();
     if !free.contains(&r) {
-        return Ok(None);
+        return Ok((None, 0));
     }
     // The activities the allowed modes would add join the window; present ones outside it
     // stay where they are (every allowed mode keeps them).
@@ -320,7 +372,7 @@ fn solve_window(
     }
     let spanned: Vec<ActivityId> = window.iter().copied().filter(|&a| present(a)).collect();
     if spanned.is_empty() {
-        return Ok(None);
+        return Ok((None, 0));
     }
     let t0 = spanned
         .iter()
@@ -461,15 +513,12 @@ fn solve_window(
     };
     if check_modal(&modal, &initial).is_err() {
         // Flooring broke a tight spot (lags): skip this window rather than start infeasible.
-        return Ok(None);
+        return Ok((None, 0));
     }
-    let sub_limits = Limits {
-        time_limit: Some(time_limit),
-        ..limits.helper(Some(time_limit))
-    };
-    let outcome = solver.solve_modal(&modal, &sub_limits, Some(&initial))?;
+    let outcome = solver.solve_modal(&modal, limits, Some(&initial))?;
+    let work = outcome.work;
     let Some(found) = outcome.solution else {
-        return Ok(None);
+        return Ok((None, work));
     };
     // Decode: new modes, order by new (window) or current (outside) start.
     let mut modes = current.modes.clone();
@@ -505,7 +554,7 @@ fn solve_window(
     let mut decoder = Decoder::new(rp);
     decoder.decode(&list);
     let starts = reduced.expand(&decoder.schedule(), problem.problem().len());
-    Ok(Some(ModalSolution { modes, starts }))
+    Ok((Some(ModalSolution { modes, starts }), work))
 }
 
 #[cfg(test)]

@@ -455,6 +455,11 @@ pub struct ModalOutcome {
     pub solver: String,
     /// Wall time.
     pub elapsed: Duration,
+    /// Work done, in the solver's own unit, the one of
+    /// [`Limits::work_limit`](crate::Limits#structfield.work_limit) (conflicts for pumpkin,
+    /// branch-and-bound nodes for the MILPs, the sub-solves' work added up for
+    /// [`brute_force`]).
+    pub work: u64,
 }
 
 impl fmt::Display for ModalOutcome {
@@ -529,6 +534,9 @@ pub fn brute_force(
     let mut best: Option<(Time, ModalSolution)> = None;
     let mut bound = Time::MAX;
     let mut all_optimal = true;
+    let mut work = 0u64;
+    // Why the first sub-solve that proved nothing stopped.
+    let mut reason = None;
     for modes in problem.all_choices() {
         let reduced = problem.reduce(&modes).map_err(|e| SolveError::Backend {
             solver: solver.name().to_string(),
@@ -537,6 +545,8 @@ pub fn brute_force(
         let o = solver.solve(&reduced.problem, &limits.helper(limits.time_limit))?;
         bound = bound.min(o.lower_bound);
         all_optimal &= o.status == Status::Optimal;
+        work = work.saturating_add(o.work);
+        reason = reason.or(o.status.stop_reason());
         if let (Some(s), Some(m)) = (&o.schedule, o.makespan) {
             if best.as_ref().is_none_or(|(b, _)| m < *b) {
                 let starts = reduced.expand(s, problem.problem().len());
@@ -553,26 +563,28 @@ pub fn brute_force(
                 status: if lower_bound == m {
                     Status::Optimal
                 } else {
-                    Status::Feasible(StopReason::TimeLimit)
+                    Status::Feasible(reason.unwrap_or(StopReason::TimeLimit))
                 },
                 solution: Some(solution),
                 makespan: Some(m),
                 lower_bound,
                 solver: name,
                 elapsed,
+                work,
             }
         }
         None => ModalOutcome {
             status: if all_optimal {
                 Status::Infeasible
             } else {
-                Status::Unknown(StopReason::TimeLimit)
+                Status::Unknown(reason.unwrap_or(StopReason::TimeLimit))
             },
             solution: None,
             makespan: None,
             lower_bound: if bound == Time::MAX { 0 } else { bound },
             solver: name,
             elapsed,
+            work,
         },
     })
 }

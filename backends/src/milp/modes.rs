@@ -127,6 +127,7 @@ impl ModalSolver for MilpModal {
                     lower_bound: bound,
                     solver: name.clone(),
                     elapsed: clock.elapsed(),
+                    work: 0,
                 },
             )
         };
@@ -332,7 +333,7 @@ impl ModalSolver for MilpModal {
         if improve_only {
             bound = bound.min(horizon);
         }
-        match raw.status {
+        let outcome = match raw.status {
             RawStatus::Infeasible if improve_only => finish(best, horizon, Status::Optimal),
             RawStatus::Infeasible => {
                 if warm.is_some() {
@@ -374,6 +375,10 @@ impl ModalSolver for MilpModal {
                     None => finish(None, bound, Status::Unknown(reason)),
                 }
             }
-        }
+        };
+        outcome.map(|o| ModalOutcome {
+            work: raw.nodes,
+            ..o
+        })
     }
 }

@@ -59,6 +59,8 @@
 //! - pumpkin's domains are `i32`: a horizon, parking slot, duration or lag above
 //!   [`MAX_HORIZON`], or a resource whose total demand does not fit, is
 //!   [`SolveError::Unsupported`].
+//! - [`Limits::work_limit`] is a budget of conflicts ([`ModalOutcome::work`] counts them);
+//!   reaching it stops with [`StopReason::WorkLimit`].
 //! - Deterministic for a seed ([`Limits::seed`] seeds pumpkin's random generator) unless the
 //!   clock stops the solve. Single-threaded.
 //!
@@ -79,6 +81,9 @@
 //! - The pumpkin solver (ConSol Lab, TU Delft), crates `pumpkin-core`, `pumpkin-constraints`
 //!   and `pumpkin-conflict-resolvers` 0.5.
 
+use std::cell::Cell;
+use std::rc::Rc;
+
 use concerto_rcpsp::modal::Membership;
 use concerto_rcpsp::{
     check_modal, verified_modal, ActivityId, CancelFlag, Clock, Limits, ModalOutcome, ModalProblem,
@@ -95,7 +100,7 @@ use pumpkin_core::results::{ProblemSolution, SatisfactionResult};
 use pumpkin_core::termination::{Combinator, TerminationCondition, TimeBudget};
 use pumpkin_core::variables::{DomainId, Literal, TransformableVariable};
 
-use super::branching::smallest_start_decision;
+use super::branching::{smallest_start_decision, Counting};
 use super::common::{fit, post_cumulatives, root_lower_bound};
 pub use super::common::{MAX_HORIZON, NAME};
 
@@ -220,6 +225,7 @@ impl ModalSolver for PumpkinModal {
             clock: &clock,
             best: initial.cloned().zip(initial_makespan),
             lower_bound: bound,
+            conflicts: Rc::new(Cell::new(0)),
         };
         let (horizon, cap) = match initial_makespan {
             Some(h) => (h, h - 1),
@@ -237,13 +243,12 @@ impl ModalSolver for PumpkinModal {
         if let Some(reason) = clock.should_stop() {
             return run.finish(reason);
         }
-        let reason = run.search(
-            &mut model,
-            &self.config,
-            initial,
-            limits.cancel.clone(),
-            cap,
-        );
+        let budget = Budget {
+            cancel: limits.cancel.clone(),
+            conflicts: Rc::clone(&run.conflicts),
+            until: limits.work_limit.unwrap_or(u64::MAX),
+        };
+        let reason = run.search(&mut model, &self.config, initial, budget, cap);
         run.finish(reason)
     }
 }
@@ -491,12 +496,25 @@ impl Brancher for ModesThenStarts {
     }
 }
 
-/// Stops a pumpkin call when the cancel flag is raised.
-struct CancelStop(Option<CancelFlag>);
+/// Stops a pumpkin call when the cancel flag is raised or the conflicts reach the work
+/// budget. A stop ends the solve (no further call on the solver), so it may land anywhere,
+/// the root included.
+#[derive(Clone)]
+struct Budget {
+    cancel: Option<CancelFlag>,
+    conflicts: Rc<Cell<u64>>,
+    until: u64,
+}
 
-impl TerminationCondition for CancelStop {
+impl Budget {
+    fn spent(&self) -> bool {
+        self.conflicts.get() >= self.until
+    }
+}
+
+impl TerminationCondition for Budget {
     fn should_stop(&mut self) -> bool {
-        self.0.as_ref().is_some_and(CancelFlag::is_cancelled)
+        self.spent() || self.cancel.as_ref().is_some_and(CancelFlag::is_cancelled)
     }
 }
 
@@ -508,6 +526,8 @@ struct Run<'a> {
     best: Option<(ModalSolution, Time)>,
     /// The best lower bound proven over every mode choice.
     lower_bound: Time,
+    /// Conflicts of the search, the unit of [`ModalOutcome::work`].
+    conflicts: Rc<Cell<u64>>,
 }
 
 impl Run<'_> {
@@ -529,6 +549,7 @@ impl Run<'_> {
                     lower_bound,
                     solver: NAME.into(),
                     elapsed,
+                    work: self.conflicts.get(),
                 }
             }
             None => ModalOutcome {
@@ -542,6 +563,7 @@ impl Run<'_> {
                 lower_bound: self.lower_bound,
                 solver: NAME.into(),
                 elapsed,
+                work: self.conflicts.get(),
             },
         };
         verified_modal(self.problem, outcome)
@@ -554,10 +576,15 @@ impl Run<'_> {
         model: &mut Model,
         config: &PumpkinModalConfig,
         initial: Option<&ModalSolution>,
-        cancel: Option<CancelFlag>,
+        budget: Budget,
         mut cap: Time,
     ) -> StopReason {
         let mut resolver = ResolutionResolver::default();
+        let counting = |inner| Counting {
+            inner,
+            conflicts: Rc::clone(&budget.conflicts),
+            decided: Rc::new(Cell::new(false)),
+        };
         match config.search {
             ModalSearch::ModesThenSst => {
                 let modes = model
@@ -576,16 +603,20 @@ impl Run<'_> {
                         order
                     })
                     .collect();
-                let mut brancher = ModesThenStarts {
+                let mut brancher = counting(ModesThenStarts {
                     modes,
                     starts: model.starts.clone(),
                     makespan: model.makespan,
-                };
-                self.sat_unsat(model, &mut brancher, &mut resolver, cancel, &mut cap)
+                });
+                self.sat_unsat(model, &mut brancher, &mut resolver, &budget, &mut cap)
             }
             ModalSearch::Vsids => {
-                let mut brancher = model.solver.default_brancher();
-                self.sat_unsat(model, &mut brancher, &mut resolver, cancel, &mut cap)
+                let mut brancher = Counting {
+                    inner: model.solver.default_brancher(),
+                    conflicts: Rc::clone(&budget.conflicts),
+                    decided: Rc::new(Cell::new(false)),
+                };
+                self.sat_unsat(model, &mut brancher, &mut resolver, &budget, &mut cap)
             }
         }
     }
@@ -595,7 +626,7 @@ impl Run<'_> {
         model: &mut Model,
         brancher: &mut B,
         resolver: &mut ResolutionResolver,
-        cancel: Option<CancelFlag>,
+        budget: &Budget,
         cap: &mut Time,
     ) -> StopReason {
         loop {
@@ -604,16 +635,20 @@ impl Run<'_> {
             }
             let mut termination = Combinator::new(
                 self.clock.remaining().map(TimeBudget::starting_now),
-                CancelStop(cancel.clone()),
+                budget.clone(),
             );
             let found = match model.solver.satisfy(brancher, &mut termination, resolver) {
                 SatisfactionResult::Satisfiable(sat) => {
                     Ok(solution_of(&model.modes, &model.starts, &sat.solution()))
                 }
                 SatisfactionResult::Unsatisfiable(..) => Err(None),
-                SatisfactionResult::Unknown(..) => Err(Some(
-                    self.clock.should_stop().unwrap_or(StopReason::TimeLimit),
-                )),
+                SatisfactionResult::Unknown(..) => Err(Some(self.clock.should_stop().unwrap_or(
+                    if budget.spent() {
+                        StopReason::WorkLimit
+                    } else {
+                        StopReason::TimeLimit
+                    },
+                ))),
             };
             match found {
                 Ok(solution) => {
