@@ -12,7 +12,7 @@ use concerto_pipeline::analysis::{decompose_report, sweep_row, SweepRow};
 use crate::io::read_graph;
 use crate::opts::{Decompose, OptimizeOpts};
 use crate::report::ms;
-use crate::table::Table;
+use concerto_pipeline::table::Table;
 use crate::Failure;
 
 /// Arguments of `concerto decompose`.

@@ -25,7 +25,6 @@ mod run_cuda;
 mod scale_bench;
 mod simulate;
 mod solve;
-mod table;
 
 /// Schedule deep-learning steps and RCPSP instances with exact solvers.
 #[derive(Parser, Debug)]

@@ -12,7 +12,7 @@ use crate::io::{read_graph, write, write_graph};
 use crate::opts::OptimizeOpts;
 use crate::progress;
 use crate::report::{ms, pct};
-use crate::table::Table;
+use concerto_pipeline::table::Table;
 use crate::Failure;
 
 /// Arguments of `concerto optimize`.

@@ -209,9 +209,9 @@ impl OptimizeOpts {
     pub(crate) fn solvers(&self) -> anyhow::Result<Solvers> {
         let solver: Arc<dyn concerto_rcpsp::Solver> = registry().get(&self.solver)?.into();
         let mut solvers =
-            Solvers::new(solver).with_selector(std::sync::Arc::new(concerto_rcpsp::Enumeration)); // XXX default_selector
+            Solvers::new(solver).with_selector(concerto_backends::default_selector().into());
         if self.decompose == Decompose::Joint {
-            solvers = solvers.with_modal(concerto_backends::modal_solver(&self.solver)?.into()); // XXX registry().modal
+            solvers = solvers.with_modal(registry().modal(&self.solver)?.into());
         }
         Ok(solvers)
     }

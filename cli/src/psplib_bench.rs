@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::progress;
 use crate::solve::{time_limit, WindowArgs};
-use crate::table::Table;
+use concerto_pipeline::table::Table;
 use crate::Failure;
 
 /// Arguments of `concerto bench psplib`.

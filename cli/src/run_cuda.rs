@@ -13,7 +13,7 @@ use serde::Serialize;
 use crate::io::read_graph;
 use crate::opts::{Decompose, Fuse, OptimizeOpts};
 use crate::report::ms;
-use crate::table::Table;
+use concerto_pipeline::table::Table;
 use crate::Failure;
 
 /// Arguments of `concerto run-cuda`.

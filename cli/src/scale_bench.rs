@@ -9,7 +9,7 @@ use concerto_pipeline::bench::scale::{self, ScaleConfig};
 
 use crate::progress;
 use crate::solve::{default_solver, registry, time_limit};
-use crate::table::Table;
+use concerto_pipeline::table::Table;
 use crate::Failure;
 
 /// Arguments of `concerto bench scale`.

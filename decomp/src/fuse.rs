@@ -114,6 +114,7 @@ impl Default for FuseConfig {
 }
 
 /// One bucket of a fused graph.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Bucket {
     /// The names of the collectives merged, in program order of the original graph.
@@ -123,6 +124,7 @@ pub struct Bucket {
 }
 
 /// What [`fuse`] returns.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug)]
 pub struct Fused {
     /// The fused graph (a copy of the input when no bucket helped); it has passed

@@ -67,6 +67,7 @@ impl Default for SelectConfig {
 }
 
 /// One decomposition applied.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug, PartialEq)]
 pub struct Decomposition {
     /// The collective's name in the graph it was chosen in.
@@ -122,6 +123,7 @@ fn contexts(graph: &Graph, collective: OpId, config: &SelectConfig) -> Vec<Conte
 }
 
 /// What [`select`] returns.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug)]
 pub struct Selected {
     /// The rewritten graph (the input when nothing helped).

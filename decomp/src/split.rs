@@ -4,6 +4,7 @@ use concerto_graph::OpId;
 
 /// A logical axis of an op's iteration space, in terms of the graph IR's GEMM view
 /// `(b, m, n, k)` and activation tensors whose leading dimension is the rows (tokens).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Axis {
@@ -31,6 +32,7 @@ impl Axis {
 }
 
 /// The family of a decomposition.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[non_exhaustive]
 pub enum Family {
@@ -56,6 +58,7 @@ impl Family {
 
 /// A decomposition context: the ops to split into `n` chunks along `axis` around the
 /// critical collective `collective` (which is one of `ops`), by the decomposition `family`.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Context {
     /// The critical collective.

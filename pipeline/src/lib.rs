@@ -41,6 +41,7 @@ pub mod progress;
 pub mod schedule;
 pub mod solve;
 pub mod summary;
+pub mod table;
 
 pub use concerto_decomp::fuse::{FuseConfig, Fused};
 pub use concerto_decomp::select::{Decomposition, Scored, SelectConfig, Selected};

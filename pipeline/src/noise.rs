@@ -7,6 +7,7 @@ use rand_chacha::ChaCha8Rng;
 use crate::error::PipelineError;
 
 /// Mean and worst simulated makespan of one plan under noise.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NoiseStats {
     /// Mean makespan (ns).

@@ -78,6 +78,7 @@ impl Families {
 
 /// Noise re-simulation: every duration scaled by an independent factor in `[1 - pct/100,
 /// 1 + pct/100]`, `samples` times.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct NoiseConfig {
     /// Half-width of the perturbation, in percent (`0 <= pct < 100`).
@@ -169,6 +170,7 @@ impl std::fmt::Debug for Solvers {
 }
 
 /// The S+AD step: the decompositions chosen and the rewritten graph's schedule.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug)]
 pub struct Decomposed {
     /// The selection (its graph is the rewritten one; the input when nothing was chosen).
@@ -207,6 +209,7 @@ impl Decomposed {
 }
 
 /// The joint step.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug)]
 pub struct Joint {
     /// The graph of the joint choice and its schedule (`None` when there was no candidate).
@@ -230,6 +233,7 @@ pub struct Joint {
 }
 
 /// The fusion step (S+F).
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug)]
 pub struct Fusion {
     /// The buckets and the fused graph.
@@ -272,6 +276,7 @@ impl Row {
 }
 
 /// What [`Pipeline::run`] found.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug)]
 pub struct Report {
     /// The input graph.

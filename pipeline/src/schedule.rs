@@ -149,6 +149,7 @@ impl Default for ScheduleConfig {
 }
 
 /// One scheduler's plan and its simulated timeline.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug)]
 pub struct Scheduled {
     /// Which scheduler.
@@ -189,6 +190,7 @@ impl Scheduled {
 }
 
 /// What [`schedule`] found.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug)]
 pub struct Optimized {
     /// Ops in the graph.

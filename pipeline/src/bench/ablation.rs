@@ -15,6 +15,7 @@
 //! Every makespan is simulated from a plan of the [`Pipeline`], whose rewrites are kept by
 //! [`crate::policy::keep`]. Cost: one pipeline run per row (three S+AD runs per families row).
 
+use std::fmt;
 use std::time::Instant;
 
 use concerto_graph::models::{self, GptConfig, Model, Parallel, Zero};
@@ -25,7 +26,8 @@ use super::BenchError;
 use crate::pipeline::{Decompose, Families, Pipeline};
 use crate::progress::Progress;
 use crate::schedule::{Optimized, Scheduler};
-use crate::summary::DecompositionSummary;
+use crate::summary::{count_labels, DecompositionSummary};
+use crate::table::Table;
 
 /// A GPT plan of the ablation.
 #[derive(Clone, Debug)]
@@ -428,4 +430,147 @@ fn one<T>(
     };
     let graph = models::build(&s.model, &s.parallel).map_err(|e| failed(e.into()))?;
     f(&graph).map_err(failed)
+}
+
+fn ms(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+/// The tables that have rows, a blank line between them, each with a line that says what its
+/// columns mean.
+impl fmt::Display for AblationReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        if !self.ablation.is_empty() {
+            parts.push(ablation_table(&self.ablation));
+        }
+        if !self.fusion.is_empty() {
+            parts.push(fusion_table(&self.fusion));
+        }
+        if !self.families.is_empty() {
+            parts.push(families_table(&self.families));
+        }
+        f.write_str(&parts.join("\n"))
+    }
+}
+
+fn ablation_table(ablation: &[AblationRow]) -> String {
+    let mut t = Table::new(&[
+        "config",
+        "hardware",
+        "ops",
+        "baseline_ms",
+        "best_baseline_ms",
+        "S_ms",
+        "S+AD_ms",
+        "S/base",
+        "S+AD/base",
+        "decomps",
+        "shape",
+        "time_s",
+    ]);
+    for r in ablation {
+        let ratio = |ns: u64| format!("{:.3}", ns as f64 / r.baseline_ns as f64);
+        let decomps = count_labels(&r.decompositions);
+        t.row(vec![
+            r.config.clone(),
+            r.hardware.to_string(),
+            r.ops.to_string(),
+            ms(r.baseline_ns),
+            ms(r.best_baseline_ns),
+            ms(r.optimized_ns),
+            ms(r.decomposed_ns),
+            ratio(r.optimized_ns),
+            ratio(r.decomposed_ns),
+            decomps,
+            if r.shape { "yes" } else { "no" }.to_string(),
+            format!("{:.1}", r.time_s),
+        ]);
+    }
+    let mut out = t.render();
+    out += "baseline = program order; S = concerto's schedule; S+AD = with decompositions \
+            (--decompose sequential), kept at S when longer; shape = baseline > S > S+AD\n";
+    out
+}
+
+fn fusion_table(fusion: &[FusionRow]) -> String {
+    let mut t = Table::new(&[
+        "config",
+        "hardware",
+        "gpus",
+        "baseline_ms",
+        "S_ms",
+        "S+F_ms",
+        "F_gain",
+        "calls",
+        "peak_GiB",
+        "time_s",
+    ]);
+    let gib = |b: u64| format!("{:.2}", b as f64 / (1u64 << 30) as f64);
+    for r in fusion {
+        t.row(vec![
+            r.config.clone(),
+            r.hardware.to_string(),
+            r.gpus.to_string(),
+            ms(r.baseline_ns),
+            ms(r.optimized_ns),
+            ms(r.fused_ns),
+            format!("{:.2}%", r.fuse_gain_pct),
+            format!("{}->{}", r.collective_calls.0, r.collective_calls.1),
+            format!(
+                "{}->{}",
+                gib(r.peak_memory_bytes.0),
+                gib(r.peak_memory_bytes.1)
+            ),
+            format!("{:.1}", r.time_s),
+        ]);
+    }
+    let mut out = t.render();
+    out += "S+F = concerto on the graph with collectives fused into buckets chosen under \
+            concerto's plan (--fuse on), kept at S when longer; F_gain = S+F vs S\n";
+    for r in fusion {
+        if let Some(n) = &r.note {
+            out += &format!("{}: {n}\n", r.config);
+        }
+    }
+    out
+}
+
+fn families_table(families: &[FamiliesRow]) -> String {
+    let mut t = Table::new(&[
+        "config",
+        "hardware",
+        "ops",
+        "baseline_ms",
+        "S_ms",
+        "split_ms",
+        "ring_ms",
+        "both_ms",
+        "both_gain",
+        "decomps (both)",
+        "time_s",
+    ]);
+    for r in families {
+        t.row(vec![
+            r.config.clone(),
+            r.hardware.to_string(),
+            r.ops.to_string(),
+            ms(r.baseline_ns),
+            ms(r.optimized_ns),
+            ms(r.split_ns),
+            ms(r.ring_ns),
+            ms(r.all_ns),
+            format!(
+                "{:.2}%",
+                (1.0 - r.all_ns as f64 / r.optimized_ns as f64) * 100.0
+            ),
+            count_labels(&r.decompositions),
+            format!("{:.1}", r.time_s),
+        ]);
+    }
+    let mut out = t.render();
+    out += "S+AD per family (--families split|ring|all), each kept at S when longer; ring = \
+            collective matmul (Wang et al., ASPLOS 2023) around the sequence-parallel \
+            all-gathers and reduce-scatters\n";
+    out
 }
