@@ -398,9 +398,9 @@ struct Answer {
     checked: Option<Result<Time, String>>,
     /// Modes and starts, for comparing two answers.
     solution: Option<(Vec<usize>, Vec<Time>)>,
-    /// [`Outcome::work`](concerto_rcpsp::Outcome::work) (`None` for a modal outcome, which
-    /// has none).
-    work: Option<u64>,
+    /// The work reported ([`Outcome::work`](concerto_rcpsp::Outcome::work),
+    /// [`ModalOutcome::work`](concerto_rcpsp::ModalOutcome::work)).
+    work: u64,
     /// The outcome as text.
     text: String,
 }
@@ -475,7 +475,7 @@ impl Subject for Plain<'_> {
                 .schedule
                 .as_ref()
                 .map(|s| (Vec::new(), s.starts().to_vec())),
-            work: Some(o.work),
+            work: o.work,
             text: describe_outcome(p, &o),
         })
     }
@@ -538,7 +538,7 @@ impl Subject for Modal<'_> {
                 .solution
                 .as_ref()
                 .map(|s| (s.modes.clone(), s.starts.clone())),
-            work: None,
+            work: o.work,
             text: describe_modal_outcome(self.problem, &o),
         })
     }

@@ -213,6 +213,10 @@ pub fn describe_modal_outcome(problem: &ModalProblem, outcome: &ModalOutcome) ->
         }
         None => out.push_str(", no solution"),
     }
-    let _ = write!(out, " (solver `{}`, {:?})", outcome.solver, outcome.elapsed);
+    let _ = write!(
+        out,
+        " (solver `{}`, {:?}, work {})",
+        outcome.solver, outcome.elapsed, outcome.work
+    );
     out
 }
