@@ -114,17 +114,112 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! ### 3. Optimise a training step
+//! ### 3. Optimise a training step: S, S+AD and joint
 //!
-//! The pipeline ([`pipeline`]) runs the whole optimisation on a graph: schedule (S),
-//! decomposition then schedule (S+AD), or both jointly, each with a typed report whose gaps
-//! are against proven lower bounds; [`extract`] imports graphs from XLA HLO text. Their
-//! walkthrough examples belong here.
+//! The pipeline ([`pipeline`]) runs the whole optimisation on a graph: the baselines and the
+//! exact windowed schedule (S), decompositions around the critical collectives then a schedule
+//! of the rewritten graph (S+AD), and decompositions and order decided together (joint). Each
+//! rewrite is kept only when it is not longer ([`pipeline::policy::keep`]), so
+//! joint <= S+AD <= S. Solvers come in as trait objects: here from the registry.
+//!
+//! ```
+//! use std::time::Duration;
+//! use concerto::graph::models::{self, GptConfig, Model, Parallel};
+//! use concerto::graph::Hardware;
+//! use concerto::pipeline::{evaluate, Config, Decompose, Pipeline, Silent, Solvers};
+//! use concerto::{default_selector, registry};
+//!
+//! // Two layers of a GPT-3 6.7B-sized model, 8-way tensor parallel: its all-reduces are
+//! // exposed, so decompositions have work to do.
+//! let gpt = GptConfig { layers: 2, ..GptConfig::default() };
+//! let graph = models::build(&Model::Gpt(gpt), &Parallel::new(1, 8, 1))?;
+//!
+//! let mut config = Config::new(Hardware::h100());
+//! config.schedule.time_limit = Some(Duration::from_secs(5));
+//! config.decompose = Decompose::Joint;
+//! let solver = if cfg!(feature = "pumpkin") { "pumpkin" } else { "sgs" };
+//! let mut solvers = Solvers::new(registry().get(solver)?.into())
+//!     .with_selector(default_selector().into());
+//! if let Ok(modal) = registry().modal(solver) {
+//!     solvers = solvers.with_modal(modal.into());
+//! } else {
+//!     config.decompose = Decompose::Sequential; // `sgs` has no modal encoding
+//! }
+//! let report = Pipeline::new(config, solvers).run(&graph, &Silent)?;
+//!
+//! let s = report.s_ns();
+//! let sad = report.decomposed.as_ref().expect("decompositions were asked for").makespan_ns;
+//! let joint = report.joint.as_ref().map_or(sad, |j| j.makespan_ns);
+//! assert!(joint <= sad && sad <= s);
+//! // Concerto's plan is never behind a baseline, and every gap is against a proven bound.
+//! assert!(s <= report.schedule.best_baseline_ns());
+//! assert!(report.schedule.lower_bound_ns <= joint);
+//! // The kept row's plan (and its graph, rewritten when decompositions were kept) simulates
+//! // to the makespan reported.
+//! let (kept_graph, kept) = report.result();
+//! let replay = evaluate(kept_graph, &Hardware::h100(), &kept.plan)?;
+//! assert_eq!(replay.makespan_ns, kept.makespan_ns());
+//! println!("S {s} ns, S+AD {sad} ns, joint {joint} ns; kept {}", report.kept.as_str());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ### 4. Import an XLA HLO module and optimise it
+//!
+//! [`extract`] reads XLA's HLO text (what `XLA_FLAGS=--xla_dump_to=DIR
+//! --xla_dump_hlo_as_text` writes for a JAX step); here a module from a string: a matmul
+//! whose result is all-reduced over 8 GPUs and then used, and an independent matmul that
+//! program order runs only after that use.
+//!
+//! ```
+//! use std::time::Duration;
+//! use concerto::extract::hlo::{self, ImportOptions};
+//! use concerto::graph::Hardware;
+//! use concerto::pipeline::{Config, Pipeline, Silent, Solvers};
+//! use concerto::registry;
+//!
+//! let text = r#"HloModule step
+//!
+//! %sum (a: bf16[], b: bf16[]) -> bf16[] {
+//!   %a = bf16[] parameter(0)
+//!   %b = bf16[] parameter(1)
+//!   ROOT %s = bf16[] add(%a, %b)
+//! }
+//!
+//! ENTRY %main (x: bf16[8192,8192], w: bf16[8192,8192], v: bf16[8192,8192]) -> bf16[8192,8192] {
+//!   %x = bf16[8192,8192]{1,0} parameter(0)
+//!   %w = bf16[8192,8192]{1,0} parameter(1)
+//!   %v = bf16[8192,8192]{1,0} parameter(2)
+//!   %y = bf16[8192,8192]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+//!   %ar = bf16[8192,8192]{1,0} all-reduce(%y), replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%sum
+//!   %u = bf16[8192,8192]{1,0} exponential(%ar)
+//!   %z = bf16[8192,8192]{1,0} dot(%x, %v), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+//!   ROOT %r = bf16[8192,8192]{1,0} add(%u, %z)
+//! }
+//! "#;
+//! let module = hlo::parse(text)?;
+//! let (graph, report) = hlo::lower(&module, &ImportOptions::default())?;
+//! assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+//! assert_eq!(graph.collective_count(), 1);
+//!
+//! let mut config = Config::new(Hardware::h100());
+//! config.schedule.time_limit = Some(Duration::from_secs(2));
+//! let solver = if cfg!(feature = "pumpkin") { "pumpkin" } else { "sgs" };
+//! let pipeline = Pipeline::new(config, Solvers::new(registry().get(solver)?.into()));
+//! let r = pipeline.run(&graph, &Silent)?;
+//! // Program order runs `u` (which waits for the all-reduce) before `z`; concerto runs `z`
+//! // during the all-reduce, so the step is shorter.
+//! let s = &r.schedule;
+//! let program_order = s.get(concerto::pipeline::Scheduler::ProgramOrder).unwrap();
+//! assert!(r.s_ns() < program_order.makespan_ns());
+//! assert!(s.concerto().exposed_comm_ns < program_order.exposed_comm_ns);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 //!
 //! ## Choosing backends
 //!
 //! Each backend is one cargo feature of this crate; a solver is then found by name at run
-//! time ([`registry()`], [`modal_solver()`]), and a build without it answers with an error
+//! time ([`registry()`]: `get` for a solver, `modal` for joint mode; [`default_selector()`] for the
+//! decomposition choice), and a build without it answers with an error
 //! that names the feature to enable.
 //!
 //! | feature | backend | needs |
@@ -166,7 +261,7 @@ pub use concerto_graph as graph;
 pub use concerto_pipeline as pipeline;
 pub use concerto_rcpsp as rcpsp;
 
-pub use concerto_backends::{modal_solver, registry};
+pub use concerto_backends::{default_selector, modal_solver, registry};
 pub use concerto_extract::read_graph;
 pub use concerto_graph::{simulate, Graph, GraphBuilder, Hardware, Op, OpId, StreamPlan, Timeline};
 pub use concerto_rcpsp::{
