@@ -172,10 +172,11 @@ pub(crate) fn run(args: &SolveArgs) -> Result<(), Failure> {
 
 pub(crate) fn list_solvers() {
     for info in registry().list() {
+        let modal = if info.modal { " (also modal: joint mode)" } else { "" };
         match info.missing_feature {
-            None => println!("{:<10} {}", info.name, info.description),
+            None => println!("{:<10} {}{modal}", info.name, info.description),
             Some((krate, feature)) => println!(
-                "{:<10} {} [not compiled in: feature `{feature}` of {krate}]",
+                "{:<10} {}{modal} [not compiled in: feature `{feature}` of {krate}]",
                 info.name, info.description
             ),
         }

@@ -248,8 +248,9 @@ impl Optimized {
     }
 }
 
-/// A solver shared by every step of the pipeline (the odd-even driver owns its inner solver).
-struct Shared(Arc<dyn Solver>);
+/// A solver shared by every step of the pipeline and the benches (the odd-even driver owns
+/// its inner solver).
+pub(crate) struct Shared(pub(crate) Arc<dyn Solver>);
 
 impl Solver for Shared {
     fn name(&self) -> &str {

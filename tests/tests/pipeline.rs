@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use concerto_graph::models::{GptConfig, Model, Parallel};
 use concerto_graph::{models, Graph, Hardware};
 use concerto_pipeline::bench::graphs::configs;
 use concerto_pipeline::{
@@ -66,10 +67,16 @@ fn burn(threads: usize, limit: Duration) -> (Arc<AtomicBool>, Vec<std::thread::J
 /// once on a quiet machine and once while other threads compete for every core.
 #[test]
 fn a_work_budget_gives_the_same_plan_under_load() {
-    let g = bench_graph("gpt-tp8");
+    // Two layers of the bench's GPT, 8-way tensor parallel (its all-reduces are exposed, so
+    // the selection chooses decompositions and S+AD is scheduled too).
+    let gpt = GptConfig {
+        layers: 2,
+        ..GptConfig::default()
+    };
+    let g = models::build(&Model::Gpt(gpt), &Parallel::new(1, 8, 1)).unwrap();
     let mut config = Config::new(Hardware::h100());
     config.schedule.time_limit = None;
-    config.schedule.work_limit = Some(20_000);
+    config.schedule.work_limit = Some(4_000);
     config.decompose = Decompose::Sequential;
     let solvers = Solvers::new(pumpkin())
         .with_selector(concerto_backends::default_selector().into());
@@ -95,5 +102,7 @@ fn a_work_budget_gives_the_same_plan_under_load() {
         );
         assert_eq!(quiet.schedule.work, loaded.schedule.work, "threads {threads}");
         assert!(quiet.schedule.work > 0, "threads {threads}: no work was done");
+        let d = quiet.decomposed.as_ref().unwrap();
+        assert!(!d.selected.decompositions.is_empty(), "nothing decomposed");
     }
 }

@@ -23,6 +23,7 @@ use concerto_rcpsp::{
 };
 
 use super::{pct_above, BenchError};
+use crate::schedule::Shared;
 use crate::progress::Progress;
 
 /// The sizes and the driver's settings.
@@ -173,17 +174,6 @@ pub struct ScaleReport {
 }
 
 /// Lets the driver own a solver the caller shares.
-struct Shared(Arc<dyn Solver>);
-
-impl Solver for Shared {
-    fn name(&self) -> &str {
-        self.0.name()
-    }
-
-    fn solve(&self, problem: &Problem, limits: &Limits) -> Result<Outcome, SolveError> {
-        self.0.solve(problem, limits)
-    }
-}
 
 /// Runs the bench: every size of `config`, windows solved by `solver`, reporting one item per
 /// size to `progress`. See the module docs.
