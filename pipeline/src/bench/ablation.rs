@@ -426,7 +426,7 @@ fn one<T>(
 ) -> Result<T, BenchError> {
     let failed = |source: crate::PipelineError| BenchError::Pipeline {
         config: s.name.to_string(),
-        source,
+        source: Box::new(source),
     };
     let graph = models::build(&s.model, &s.parallel).map_err(|e| failed(e.into()))?;
     f(&graph).map_err(failed)

@@ -157,7 +157,7 @@ pub fn run(
     for c in chosen {
         let failed = |source: crate::PipelineError| BenchError::Pipeline {
             config: c.name.to_string(),
-            source,
+            source: Box::new(source),
         };
         let graph = models::build(&c.model, &c.parallel).map_err(|e| failed(e.into()))?;
         let report = pipeline

@@ -65,7 +65,7 @@ pub enum BenchError {
         solver: String,
         /// The solver's error.
         #[source]
-        source: SolveError,
+        source: Box<SolveError>,
     },
     /// A solver returned no schedule where the bench needs one.
     #[error("{solver} returned no schedule of {instance}")]
@@ -84,7 +84,7 @@ pub enum BenchError {
         solver: String,
         /// What the checker found.
         #[source]
-        source: Violations,
+        source: Box<Violations>,
     },
     /// The pipeline failed on a configuration of `bench graphs` or `bench ablation`.
     #[error("{config}: {source}")]
@@ -93,7 +93,7 @@ pub enum BenchError {
         config: String,
         /// The pipeline's error.
         #[source]
-        source: crate::PipelineError,
+        source: Box<crate::PipelineError>,
     },
 }
 

@@ -18,8 +18,8 @@ use std::time::{Duration, Instant};
 
 use concerto_rcpsp::generate::{training_step, TrainingStep};
 use concerto_rcpsp::{
-    check, BoundKind, Heuristic, Limits, OddEven, OddEvenConfig, Outcome, Problem, RoundReport,
-    Schedule, SolveError, Solver,
+    check, BoundKind, Heuristic, Limits, OddEven, OddEvenConfig, Problem, RoundReport, Schedule,
+    Solver,
 };
 
 use super::{pct_above, BenchError};
@@ -173,8 +173,6 @@ pub struct ScaleReport {
     pub rows: Vec<ScaleRow>,
 }
 
-/// Lets the driver own a solver the caller shares.
-
 /// Runs the bench: every size of `config`, windows solved by `solver`, reporting one item per
 /// size to `progress`. See the module docs.
 pub fn run(
@@ -244,7 +242,7 @@ fn run_size(config: &ScaleConfig, driver: &OddEven, size: usize) -> Result<Scale
         .map_err(|source| BenchError::Solve {
             instance: instance.clone(),
             solver: driver_name.clone(),
-            source,
+            source: Box::new(source),
         })?;
     let time = began.elapsed();
     let makespan = checked(
@@ -268,7 +266,7 @@ fn run_size(config: &ScaleConfig, driver: &OddEven, size: usize) -> Result<Scale
         .map_err(|source| BenchError::Solve {
             instance: instance.clone(),
             solver: heuristic_name.clone(),
-            source,
+            source: Box::new(source),
         })?;
     let heuristic_makespan = checked(
         &problem,
@@ -309,7 +307,7 @@ fn checked(
     check(problem, schedule).map_err(|source| BenchError::Unchecked {
         instance: instance.to_owned(),
         solver: solver.to_owned(),
-        source,
+        source: Box::new(source),
     })
 }
 
