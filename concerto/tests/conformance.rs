@@ -48,6 +48,16 @@ fn debug_allowance(mut config: Conformance) -> Conformance {
     config
 }
 
+/// The MILP backends' suites run one at a time. CBC is serialised by a global mutex, so a
+/// CBC case that waits for another test's CBC solve spends its time limit waiting (in a full
+/// `--all-features` run a 7-activity modal case that proves in milliseconds alone timed out
+/// at 10 s); and two MILP suites side by side starve each other on a 2-core machine.
+static MILP: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn milp_turn() -> std::sync::MutexGuard<'static, ()> {
+    MILP.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A registered solver by name (it must be compiled in).
 fn backend(name: &str) -> Box<dyn Solver> {
     concerto::registry()
@@ -84,6 +94,7 @@ fn pumpkin_modal_conforms() {
 #[cfg(feature = "microlp")]
 #[test]
 fn microlp_conforms() {
+    let _turn = milp_turn();
     assert_conforms(backend("microlp").as_ref(), &exact().cases(16));
 }
 
@@ -93,6 +104,7 @@ fn microlp_conforms() {
 #[cfg(feature = "microlp")]
 #[test]
 fn microlp_modal_conforms() {
+    let _turn = milp_turn();
     let mut config = exact().cases(6);
     config.modal.problem.max_duration = 4;
     config.modal.regions = (1, 1);
@@ -102,24 +114,28 @@ fn microlp_modal_conforms() {
 #[cfg(feature = "highs")]
 #[test]
 fn highs_conforms() {
+    let _turn = milp_turn();
     assert_conforms(backend("highs").as_ref(), &exact().cases(12));
 }
 
 #[cfg(feature = "highs")]
 #[test]
 fn highs_modal_conforms() {
+    let _turn = milp_turn();
     assert_modal_conforms(modal("highs").as_ref(), &exact().cases(6));
 }
 
 #[cfg(feature = "cbc")]
 #[test]
 fn cbc_conforms() {
+    let _turn = milp_turn();
     assert_conforms(backend("cbc").as_ref(), &exact().cases(12));
 }
 
 #[cfg(feature = "cbc")]
 #[test]
 fn cbc_modal_conforms() {
+    let _turn = milp_turn();
     assert_modal_conforms(modal("cbc").as_ref(), &exact().cases(6));
 }
 
