@@ -1,19 +1,19 @@
 //! [`assert_conforms`] and [`assert_modal_conforms`]: a solver against an exhaustive
 //! reference and the contract of [`Solver`] and [`ModalSolver`].
 
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use concerto_rcpsp::io::json::problem_to_json;
 use concerto_rcpsp::sgs::{self, ActivityList};
 use concerto_rcpsp::{
-    brute_force, check, check_modal, CancelFlag, Limits, ModalProblem, ModalSolution, ModalSolver,
-    Problem, Schedule, Solver, Status, StopReason, Time,
+    brute_force, check, check_modal, Limits, ModalProblem, ModalSolution, ModalSolver,
+    Problem, Schedule, Solver, Status, Time,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseResult, TestError, TestRng, TestRunner};
 
 use super::exhaustive::Exhaustive;
+use super::probes::{probe_case, probe_hard};
 use super::hard::{hard_instance, hard_modal_instance, HARD_LOWER_BOUND, HARD_UPPER_BOUND};
 use super::strategies::{durations_of, GraphShape, ModalShape, ProblemShape};
 use super::text::{
@@ -156,7 +156,7 @@ impl Conformance {
         }
     }
 
-    fn case_limits(&self) -> Limits {
+    pub(super) fn case_limits(&self) -> Limits {
         Limits {
             time_limit: Some(self.case_time_limit),
             work_limit: self.case_work_limit,
@@ -373,9 +373,9 @@ fn reference_modal_optimum(m: &ModalProblem) -> Result<Time, String> {
 
 /// What the optimum is known to be: `[lower, upper]`.
 #[derive(Clone, Copy, Debug)]
-struct Known {
-    lower: Time,
-    upper: Time,
+pub(super) struct Known {
+    pub(super) lower: Time,
+    pub(super) upper: Time,
 }
 
 impl Known {
@@ -390,23 +390,23 @@ impl Known {
 
 /// An outcome of either kind, reduced to what the properties look at.
 #[derive(Clone, Debug)]
-struct Answer {
-    status: Status,
-    makespan: Option<Time>,
-    lower_bound: Time,
+pub(super) struct Answer {
+    pub(super) status: Status,
+    pub(super) makespan: Option<Time>,
+    pub(super) lower_bound: Time,
     /// The independent check of the schedule or solution (`None` without one).
-    checked: Option<Result<Time, String>>,
+    pub(super) checked: Option<Result<Time, String>>,
     /// Modes and starts, for comparing two answers.
-    solution: Option<(Vec<usize>, Vec<Time>)>,
+    pub(super) solution: Option<(Vec<usize>, Vec<Time>)>,
     /// The work reported ([`Outcome::work`](concerto_rcpsp::Outcome::work),
     /// [`ModalOutcome::work`](concerto_rcpsp::ModalOutcome::work)).
-    work: u64,
+    pub(super) work: u64,
     /// The outcome as text.
-    text: String,
+    pub(super) text: String,
 }
 
 impl Answer {
-    fn same(&self, other: &Answer) -> bool {
+    pub(super) fn same(&self, other: &Answer) -> bool {
         (self.status, self.makespan, self.lower_bound, &self.solution)
             == (
                 other.status,
@@ -418,7 +418,7 @@ impl Answer {
 }
 
 /// A solver on one problem: what the probes need of either kind.
-trait Subject {
+pub(super) trait Subject {
     /// Solves; `warm` starts from [`Subject::start_makespan`]'s solution. `Err`: the solver's
     /// error, as text.
     fn solve(&self, limits: &Limits, warm: bool) -> Result<Answer, String>;
@@ -562,12 +562,12 @@ impl Subject for Modal<'_> {
 }
 
 /// A failure: what is wrong, under which limits, what was expected and what came.
-fn report(what: &str, limits: &str, expected: &str, got: &str) -> String {
+pub(super) fn report(what: &str, limits: &str, expected: &str, got: &str) -> String {
     format!("{what}\n  limits: {limits}\n  expected: {expected}\n  got: {got}")
 }
 
 /// Solves and checks the time limit.
-fn timed(
+pub(super) fn timed(
     s: &dyn Subject,
     limits: &Limits,
     warm: bool,
@@ -602,7 +602,7 @@ fn timed(
 }
 
 /// The properties every answer has: a consistent outcome, a valid schedule, bounds that hold.
-fn holds(a: &Answer, known: Known, limits: &str) -> Result<(), String> {
+pub(super) fn holds(a: &Answer, known: Known, limits: &str) -> Result<(), String> {
     let fail = |what: &str, expected: &str| Err(report(what, limits, expected, &a.text));
     let with_schedule = matches!(a.status, Status::Optimal | Status::Feasible(_));
     if with_schedule != a.checked.is_some() {
@@ -664,202 +664,6 @@ fn holds(a: &Answer, known: Known, limits: &str) -> Result<(), String> {
             )
         }
         _ => {}
-    }
-    Ok(())
-}
-
-/// The properties of a random case whose optimum is `optimum`.
-fn probe_case(s: &dyn Subject, optimum: Time, c: &Conformance) -> Result<(), String> {
-    let known = Known {
-        lower: optimum,
-        upper: optimum,
-    };
-    let limits = c.case_limits();
-    let exact = |a: &Answer, text: &str| {
-        if c.claim == Claim::Exact && a.status != Status::Optimal {
-            return Err(report(
-                "an exact solver did not prove the optimum within the case limits",
-                text,
-                &format!("`optimal` at {optimum}"),
-                &a.text,
-            ));
-        }
-        Ok(())
-    };
-    let text = s.limits_text(&limits, false);
-    let (first, _) = timed(s, &limits, false, c)?;
-    holds(&first, known, &text)?;
-    exact(&first, &text)?;
-
-    if !stopped_by_clock(first.status) {
-        let (again, _) = timed(s, &limits, false, c)?;
-        // A second solve the clock stopped (the first finished just in time) proves nothing.
-        if !stopped_by_clock(again.status) && !again.same(&first) {
-            return Err(report(
-                "the same problem, limits and seed gave another answer",
-                &text,
-                &format!("the first answer again: {}", first.text),
-                &again.text,
-            ));
-        }
-    }
-
-    let bounded = Limits {
-        upper_bound: Some(optimum),
-        ..limits.clone()
-    };
-    let text = s.limits_text(&bounded, false);
-    let (a, _) = timed(s, &bounded, false, c)?;
-    holds(&a, known, &text)?;
-    exact(&a, &text)?;
-
-    let text = s.limits_text(&limits, true);
-    let (a, _) = timed(s, &limits, true, c)?;
-    holds(&a, known, &text)?;
-    exact(&a, &text)?;
-    if a.makespan.is_none_or(|m| m > s.start_makespan()) {
-        return Err(report(
-            "lost its starting solution",
-            &text,
-            &format!("a makespan of at most {}", s.start_makespan()),
-            &a.text,
-        ));
-    }
-    Ok(())
-}
-
-fn stopped_by_clock(status: Status) -> bool {
-    matches!(
-        status.stop_reason(),
-        Some(StopReason::TimeLimit | StopReason::Cancelled)
-    )
-}
-
-/// Whether a status is what a cancelled solve may return.
-fn cancelled_or_proven(status: Status) -> bool {
-    matches!(
-        status,
-        Status::Optimal
-            | Status::Infeasible
-            | Status::Feasible(StopReason::Cancelled)
-            | Status::Unknown(StopReason::Cancelled)
-    )
-}
-
-/// Held while the hard-instance probes run.
-static TIMING: Mutex<()> = Mutex::new(());
-
-/// The probes on the hard instance.
-fn probe_hard(s: &dyn Subject, known: Known, c: &Conformance) -> Result<(), String> {
-    // One timing probe at a time in a process (see [`Conformance`]); a panic elsewhere while
-    // holding the lock leaves nothing inconsistent.
-    let _timing = TIMING.lock().unwrap_or_else(PoisonError::into_inner);
-    let base = Limits {
-        seed: c.seed,
-        threads: c.threads,
-        ..Limits::default()
-    };
-
-    // The time limit.
-    let limits = Limits {
-        time_limit: Some(c.hard_time_limit),
-        ..base.clone()
-    };
-    let (a, _) = timed(s, &limits, false, c)?;
-    holds(&a, known, &s.limits_text(&limits, false))?;
-
-    // Cancelled before the start. The guard limit only ends a solve that ignores the flag
-    // (and the backend threads some solvers abandon on a cancel, which run to their limit).
-    let guard = c.cancel_delay + c.cancel_latency * 4;
-    let flag = CancelFlag::new();
-    flag.cancel();
-    let limits = Limits {
-        time_limit: Some(guard),
-        cancel: Some(flag),
-        ..base.clone()
-    };
-    let text = s.limits_text(&limits, false);
-    let (a, elapsed) = timed(s, &limits, false, c)?;
-    holds(&a, known, &text)?;
-    if elapsed > c.cancel_latency || !cancelled_or_proven(a.status) {
-        return Err(report(
-            "a solve cancelled before it started did not return promptly with `cancelled`",
-            &text,
-            &format!(
-                "a return within {:?} with stop reason `cancelled` or a proven result",
-                c.cancel_latency
-            ),
-            &format!("a return after {elapsed:?}: {}", a.text),
-        ));
-    }
-
-    // Cancelled while it runs.
-    let flag = CancelFlag::new();
-    let limits = Limits {
-        time_limit: Some(guard),
-        cancel: Some(flag.clone()),
-        ..base.clone()
-    };
-    let text = format!(
-        "{}, raised {:?} after the start",
-        s.limits_text(&limits, false),
-        c.cancel_delay
-    );
-    let (result, finished, raised) = std::thread::scope(|scope| {
-        let raiser = scope.spawn(|| {
-            std::thread::sleep(c.cancel_delay);
-            flag.cancel();
-            Instant::now()
-        });
-        let result = timed(s, &limits, false, c);
-        let finished = Instant::now();
-        let raised = raiser
-            .join()
-            .expect("the thread raising the flag does not panic");
-        (result, finished, raised)
-    });
-    let (a, _) = result?;
-    holds(&a, known, &text)?;
-    let late = finished.saturating_duration_since(raised);
-    if finished > raised && (late > c.cancel_latency || !cancelled_or_proven(a.status)) {
-        return Err(report(
-            "a solve cancelled while running did not return promptly with `cancelled`",
-            &text,
-            &format!(
-                "a return within {:?} of the flag with stop reason `cancelled` or a proven result",
-                c.cancel_latency
-            ),
-            &format!("a return {late:?} after the flag: {}", a.text),
-        ));
-    }
-
-    // The work limit: deterministic answers.
-    if let Some(w) = c.hard_work_limit {
-        let limits = Limits {
-            work_limit: Some(w),
-            time_limit: Some(Duration::from_secs(60)),
-            ..base
-        };
-        let text = s.limits_text(&limits, false);
-        let (first, _) = timed(s, &limits, false, c)?;
-        holds(&first, known, &text)?;
-        if stopped_by_clock(first.status) {
-            return Err(report(
-                "the solve did not stop at its work limit",
-                &text,
-                "stop reason `work-limit` or a proven result",
-                &first.text,
-            ));
-        }
-        let (again, _) = timed(s, &limits, false, c)?;
-        if !again.same(&first) || again.work != first.work {
-            return Err(report(
-                "the same problem, work limit and seed gave another answer (or other work)",
-                &text,
-                &format!("the first answer again: {}", first.text),
-                &again.text,
-            ));
-        }
     }
     Ok(())
 }

@@ -52,6 +52,7 @@
 mod conformance;
 mod exhaustive;
 mod hard;
+mod probes;
 mod strategies;
 mod text;
 
