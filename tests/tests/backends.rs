@@ -124,11 +124,18 @@ fn time_limits_are_honoured_on_a_hard_instance() {
             "{} took {elapsed:?} for a {limit:?} limit",
             solver.name()
         );
-        assert_eq!(
-            o.status,
-            Status::Feasible(StopReason::TimeLimit),
-            "{}",
-            solver.name()
+        // The exact solvers run to the limit; the heuristic may stop first, when its default
+        // stall stop (no better schedule in max(1000, 50 n) tries) ends the search.
+        let stops: &[StopReason] = if solver.name() == "sgs" {
+            &[StopReason::TimeLimit, StopReason::Exhausted]
+        } else {
+            &[StopReason::TimeLimit]
+        };
+        assert!(
+            stops.iter().any(|&r| o.status == Status::Feasible(r)),
+            "{}: {}",
+            solver.name(),
+            o.status
         );
         let m = check(&p, o.schedule.as_ref().expect("a schedule")).expect("valid");
         assert!(
