@@ -218,7 +218,7 @@ impl Default for Conformance {
 /// `config.hard_instance` is false): the solve at `config.hard_time_limit` returns in time
 /// with an answer within the known bounds; a solve whose cancel flag is raised before it
 /// starts, and one whose flag is raised `config.cancel_delay` after it starts, return within
-/// `config.cancel_latency` of the flag with [`StopReason::Cancelled`] or a proven result; and
+/// `config.cancel_latency` of the flag with [`StopReason::Cancelled`](concerto_rcpsp::StopReason::Cancelled) or a proven result; and
 /// with `config.hard_work_limit`, two solves stop at the work limit with the same answer.
 ///
 /// A failure names the solver, the property, the limits, what was expected and what came, and
