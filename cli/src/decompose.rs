@@ -8,11 +8,12 @@ use anyhow::Context as _;
 use clap::Args;
 use concerto_graph::Graph;
 use concerto_pipeline::analysis::{decompose_report, sweep_row, SweepRow};
+use concerto_pipeline::table::Table;
 
 use crate::io::read_graph;
 use crate::opts::{Decompose, OptimizeOpts};
+use crate::progress;
 use crate::report::ms;
-use concerto_pipeline::table::Table;
 use crate::Failure;
 
 /// Arguments of `concerto decompose`.
@@ -99,19 +100,16 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
         )],
     };
     let mut rows = Vec::new();
+    let bar = progress::bar(args.json);
+    bar.start("decompose", Some(slowdowns.len() as u64));
     for (label, slowdown) in slowdowns {
         let row = sweep_row(&pipeline, &graph, &s, label.clone(), slowdown)
             .with_context(|| format!("decomposing {} (slowdown {label})", graph.name()))?;
-        if factors.is_some() && !args.json {
-            eprintln!(
-                "{label}: {} decomposition(s), S+AD {} ms ({:.1} s)",
-                row.decompositions.len(),
-                ms(row.decomposed_ns),
-                row.time_s
-            );
-        }
+        let done = format!("{label}: S+AD {} ms", ms(row.decomposed_ns));
+        bar.advance(1, &done);
         rows.push(row);
     }
+    bar.finish();
     if factors.is_some() {
         print_sweep(args, &graph, &hardware.name, s_ns, &rows)?;
         return Ok(());

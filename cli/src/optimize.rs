@@ -12,8 +12,8 @@ use crate::io::{read_graph, write, write_graph};
 use crate::opts::OptimizeOpts;
 use crate::progress;
 use crate::report::{ms, pct};
-use concerto_pipeline::table::Table;
 use crate::Failure;
+use concerto_pipeline::table::Table;
 
 /// Arguments of `concerto optimize`.
 #[derive(Args, Debug)]
@@ -119,7 +119,9 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         header.extend(["noise_mean_ms", "noise_worst_ms"]);
     }
     let mut table = Table::new(&header);
-    let po = s.get(Scheduler::ProgramOrder).map_or(0, Scheduled::makespan_ns);
+    let po = s
+        .get(Scheduler::ProgramOrder)
+        .map_or(0, Scheduled::makespan_ns);
     for (i, x) in s.results.iter().enumerate() {
         let mut row = row_cells(x.scheduler.as_str(), x, po, s.lower_bound_ns);
         if let Some(n) = &r.noise {

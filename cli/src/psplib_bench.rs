@@ -13,8 +13,8 @@ use serde::Serialize;
 
 use crate::progress;
 use crate::solve::{time_limit, WindowArgs};
-use concerto_pipeline::table::Table;
 use crate::Failure;
+use concerto_pipeline::table::Table;
 
 /// Arguments of `concerto bench psplib`.
 #[derive(Args, Debug)]

@@ -5,16 +5,16 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use concerto_pipeline::Scheduler;
 use concerto_cuda::{compare, CommMode, Executor, ExecutorConfig, Row};
 use concerto_graph::{trace, StreamPlan, Timeline};
+use concerto_pipeline::Scheduler;
 use serde::Serialize;
 
 use crate::io::read_graph;
 use crate::opts::{Decompose, Fuse, OptimizeOpts};
 use crate::report::ms;
-use concerto_pipeline::table::Table;
 use crate::Failure;
+use concerto_pipeline::table::Table;
 
 /// Arguments of `concerto run-cuda`.
 #[derive(Args, Debug)]

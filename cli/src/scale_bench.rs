@@ -9,8 +9,8 @@ use concerto_pipeline::bench::scale::{self, ScaleConfig};
 
 use crate::progress;
 use crate::solve::{default_solver, registry, time_limit};
-use concerto_pipeline::table::Table;
 use crate::Failure;
+use concerto_pipeline::table::Table;
 
 /// Arguments of `concerto bench scale`.
 #[derive(Args, Debug)]

@@ -134,14 +134,9 @@ pub(crate) fn run(args: &SolveArgs) -> Result<(), Failure> {
         ..Limits::default()
     };
     let name = args.file.display().to_string();
-    let (outcome, report) = concerto_pipeline::solve::solve(
-        &problem,
-        &name,
-        solver,
-        args.windows.config()?,
-        &limits,
-    )
-    .with_context(|| format!("solving {name}"))?;
+    let (outcome, report) =
+        concerto_pipeline::solve::solve(&problem, &name, solver, args.windows.config()?, &limits)
+            .with_context(|| format!("solving {name}"))?;
     if let (Some(path), Some(schedule)) = (&args.output, &outcome.schedule) {
         std::fs::write(path, io::schedule_to_json(&problem, schedule))
             .with_context(|| format!("writing {}", path.display()))?;
@@ -172,7 +167,11 @@ pub(crate) fn run(args: &SolveArgs) -> Result<(), Failure> {
 
 pub(crate) fn list_solvers() {
     for info in registry().list() {
-        let modal = if info.modal { " (also modal: joint mode)" } else { "" };
+        let modal = if info.modal {
+            " (also modal: joint mode)"
+        } else {
+            ""
+        };
         match info.missing_feature {
             None => println!("{:<10} {}{modal}", info.name, info.description),
             Some((krate, feature)) => println!(

@@ -697,7 +697,11 @@ fn simulate_gives_the_makespan_optimize_printed_for_s_sad_and_joint() {
         let o = concerto(&["simulate", &out, "--plan", &plan, "--json"]);
         assert!(o.status.success(), "{mode}: {}", stderr(&o));
         let sim: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-        assert_eq!(sim["makespan_ns"].as_u64().unwrap(), kept_ns, "{mode}: {sim} vs {v}");
+        assert_eq!(
+            sim["makespan_ns"].as_u64().unwrap(),
+            kept_ns,
+            "{mode}: {sim} vs {v}"
+        );
         // The table says the same.
         let o = concerto(&["simulate", &out, "--plan", &plan]);
         assert!(
@@ -723,25 +727,65 @@ fn optimize_json_keeps_every_key() {
     let dir = scratch("keys");
     let graph = small_gpt(&dir);
     let o = concerto(&[
-        "optimize", &graph, "--time-limit", "1", "--decompose", "joint", "--fuse", "on",
-        "--noise", "5", "--samples", "3", "--json",
+        "optimize",
+        &graph,
+        "--time-limit",
+        "1",
+        "--decompose",
+        "joint",
+        "--fuse",
+        "on",
+        "--noise",
+        "5",
+        "--samples",
+        "3",
+        "--json",
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     for key in [
-        "graph", "hardware", "contention", "ops", "collectives", "lower_bound_ns",
-        "program_order_ns", "lhs_ns", "inductor_ns", "optimized_ns", "exposed_comm_ns",
-        "peak_memory_bytes", "time_s", "origin", "solver", "solver_status",
-        "solver_makespan_ns", "start_makespan_ns", "schedulers", "fused_ns", "buckets",
-        "decomposed_ns", "decompositions", "joint_ns", "joint_decompositions", "joint_time_s",
-        "noise_pct", "noise_samples", "solver_plan_ns", "work", "kept", "kept_ns",
+        "graph",
+        "hardware",
+        "contention",
+        "ops",
+        "collectives",
+        "lower_bound_ns",
+        "program_order_ns",
+        "lhs_ns",
+        "inductor_ns",
+        "optimized_ns",
+        "exposed_comm_ns",
+        "peak_memory_bytes",
+        "time_s",
+        "origin",
+        "solver",
+        "solver_status",
+        "solver_makespan_ns",
+        "start_makespan_ns",
+        "schedulers",
+        "fused_ns",
+        "buckets",
+        "decomposed_ns",
+        "decompositions",
+        "joint_ns",
+        "joint_decompositions",
+        "joint_time_s",
+        "noise_pct",
+        "noise_samples",
+        "solver_plan_ns",
+        "work",
+        "kept",
+        "kept_ns",
     ] {
         assert!(v.get(key).is_some(), "missing `{key}` in {v}");
     }
     for s in ["program-order", "lhs", "inductor", "concerto"] {
         let row = &v["schedulers"][s];
         for key in [
-            "makespan_ns", "exposed_comm_ns", "peak_memory_bytes", "noise_mean_ns",
+            "makespan_ns",
+            "exposed_comm_ns",
+            "peak_memory_bytes",
+            "noise_mean_ns",
             "noise_worst_ns",
         ] {
             assert!(row.get(key).is_some(), "missing `{key}` of {s} in {v}");

@@ -55,7 +55,8 @@ fn debug_allowance(mut config: Conformance) -> Conformance {
 static MILP: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn milp_turn() -> std::sync::MutexGuard<'static, ()> {
-    MILP.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    MILP.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A registered solver by name (it must be compiled in).

@@ -30,8 +30,8 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-pub mod bench;
 pub mod analysis;
+pub mod bench;
 pub mod error;
 pub mod evaluate;
 pub mod noise;
@@ -53,8 +53,8 @@ pub use pipeline::{
     Solvers,
 };
 pub use progress::{Progress, Silent};
-pub use summary::{Comparison, DecompositionSummary, ReportSummary, SchedulerSummary};
 pub use schedule::{schedule, Optimized, Origin, ScheduleConfig, Scheduled, Scheduler};
+pub use summary::{Comparison, DecompositionSummary, ReportSummary, SchedulerSummary};
 
 #[cfg(test)]
 mod tests;

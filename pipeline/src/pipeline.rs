@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use concerto_decomp::fuse::{fuse_under, mapped_order, FuseConfig, Fused};
 use concerto_decomp::joint::{solve_joint, union, Candidate, JointSolveConfig, JointStart};
-use concerto_decomp::select::{candidates, select, select_exact, Decomposition, SelectConfig, Selected};
+use concerto_decomp::select::{
+    candidates, select, select_exact, Decomposition, SelectConfig, Selected,
+};
 use concerto_decomp::Axis;
 use concerto_graph::lower::schedule_of;
 use concerto_graph::{Graph, Hardware, OpId, StreamPlan};
@@ -465,7 +467,12 @@ impl Pipeline {
         }
         Ok(match c.decompose {
             Decompose::Greedy => select(graph, &c.hardware, &c.select)?,
-            _ => select_exact(graph, &c.hardware, &c.select, self.solvers.selector.as_ref())?,
+            _ => select_exact(
+                graph,
+                &c.hardware,
+                &c.select,
+                self.solvers.selector.as_ref(),
+            )?,
         })
     }
 

@@ -345,9 +345,7 @@ pub fn schedule(
         let time_limit = config.time_limit.map(|t| t.saturating_sub(began.elapsed()));
         let limits = Limits {
             time_limit: time_limit.map(|t| t.max(Duration::from_millis(1))),
-            work_limit: config
-                .work_limit
-                .map(|w| w.saturating_sub(work).max(1)),
+            work_limit: config.work_limit.map(|w| w.saturating_sub(work).max(1)),
             seed: config.seed,
             threads: config.threads,
             initial: Some(best.clone()),

@@ -11,9 +11,7 @@ use concerto_rcpsp::{
     SolveError,
 };
 
-use crate::{
-    evaluate, Config, Decompose, Pipeline, Report, Row, Scheduler, Silent, Solvers,
-};
+use crate::{evaluate, Config, Decompose, Pipeline, Report, Row, Scheduler, Silent, Solvers};
 
 /// Exact over mode choices (each reduced problem solved by the heuristic); windows with more
 /// than 6 regions or 40 activities are refused as too large, like a backend would.
@@ -75,7 +73,10 @@ fn assert_rows_consistent(r: &Report) {
     let (_, kept) = r.result();
     for row in [Row::S, Row::Decomposed, Row::Joint, Row::Fused] {
         if let Some((_, p)) = r.row(row) {
-            assert!(kept.makespan_ns() <= p.makespan_ns(), "{row:?} shorter than kept");
+            assert!(
+                kept.makespan_ns() <= p.makespan_ns(),
+                "{row:?} shorter than kept"
+            );
         }
     }
 }
@@ -87,13 +88,24 @@ fn joint_is_never_above_sad_which_is_never_above_s() {
     let s = r.s_ns();
     let d = r.decomposed.as_ref().unwrap();
     let j = r.joint.as_ref().unwrap();
-    assert!(!d.selected.decompositions.is_empty(), "the selection chose nothing");
+    assert!(
+        !d.selected.decompositions.is_empty(),
+        "the selection chose nothing"
+    );
     assert!(j.regions > 0, "no joint region");
     assert!(d.makespan_ns <= s, "S+AD {} > S {s}", d.makespan_ns);
-    assert!(j.makespan_ns <= d.makespan_ns, "joint {} > S+AD {}", j.makespan_ns, d.makespan_ns);
+    assert!(
+        j.makespan_ns <= d.makespan_ns,
+        "joint {} > S+AD {}",
+        j.makespan_ns,
+        d.makespan_ns
+    );
     // What is reported as kept is what was measured.
     if d.kept {
-        assert_eq!(d.makespan_ns, d.schedule.as_ref().unwrap().concerto().makespan_ns());
+        assert_eq!(
+            d.makespan_ns,
+            d.schedule.as_ref().unwrap().concerto().makespan_ns()
+        );
         assert!(!d.applied().is_empty());
     } else {
         assert!(d.applied().is_empty());
@@ -111,7 +123,10 @@ fn a_longer_rewrite_is_reported_but_not_kept() {
     let g = gpt(2, Parallel::new(1, 8, 1));
     let p = pipeline(Decompose::Sequential, false);
     let d = p.decompose(&g, 1).unwrap();
-    assert!(!d.selected.decompositions.is_empty(), "the selection chose nothing");
+    assert!(
+        !d.selected.decompositions.is_empty(),
+        "the selection chose nothing"
+    );
     assert!(!d.kept);
     assert_eq!(d.makespan_ns, 1);
     assert!(d.applied().is_empty());

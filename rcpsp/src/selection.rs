@@ -199,7 +199,11 @@ impl Search<'_> {
         }
         for idx in 0..self.groups[k].len() {
             let i = self.groups[k][idx];
-            if self.chosen.iter().all(|&j| !self.conflicts.contains(&(i, j))) {
+            if self
+                .chosen
+                .iter()
+                .all(|&j| !self.conflicts.contains(&(i, j)))
+            {
                 self.chosen.push(i);
                 self.go(k + 1, value + self.weights[i]);
                 self.chosen.pop();
@@ -244,7 +248,9 @@ mod tests {
         }
         let mut state = 12345u64;
         let mut next = |m: u64| {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (state >> 33) % m
         };
         for _ in 0..300 {
@@ -278,7 +284,9 @@ mod tests {
     fn many_groups_are_solved_at_once() {
         let s = Selection {
             weights: (0..300).map(|i| (i % 7) as i64 + 1).collect(),
-            groups: (0..100).map(|g| vec![3 * g, 3 * g + 1, 3 * g + 2]).collect(),
+            groups: (0..100)
+                .map(|g| vec![3 * g, 3 * g + 1, 3 * g + 2])
+                .collect(),
             conflicts: vec![(0, 3), (6, 9)],
         };
         let c = Enumeration.select(&s, None).unwrap();

@@ -6,15 +6,15 @@ use std::time::{Duration, Instant};
 use concerto_rcpsp::io::json::problem_to_json;
 use concerto_rcpsp::sgs::{self, ActivityList};
 use concerto_rcpsp::{
-    brute_force, check, check_modal, Limits, ModalProblem, ModalSolution, ModalSolver,
-    Problem, Schedule, Solver, Status, Time,
+    brute_force, check, check_modal, Limits, ModalProblem, ModalSolution, ModalSolver, Problem,
+    Schedule, Solver, Status, Time,
 };
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseResult, TestError, TestRng, TestRunner};
 
 use super::exhaustive::Exhaustive;
-use super::probes::{probe_case, probe_hard};
 use super::hard::{hard_instance, hard_modal_instance, HARD_LOWER_BOUND, HARD_UPPER_BOUND};
+use super::probes::{probe_case, probe_hard};
 use super::strategies::{durations_of, GraphShape, ModalShape, ProblemShape};
 use super::text::{
     describe_limits, describe_modal, describe_modal_outcome, describe_modal_solution,

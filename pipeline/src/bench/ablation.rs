@@ -240,7 +240,8 @@ fn configured(
 }
 
 fn baseline_ns(r: &Optimized) -> u64 {
-    r.get(Scheduler::ProgramOrder).map_or(0, |x| x.makespan_ns())
+    r.get(Scheduler::ProgramOrder)
+        .map_or(0, |x| x.makespan_ns())
 }
 
 fn loses(r: &Optimized) -> bool {

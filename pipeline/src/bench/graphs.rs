@@ -17,10 +17,10 @@ use std::fmt;
 use serde::Serialize;
 
 use super::BenchError;
-use crate::summary::{gain_pct, Comparison, DecompositionSummary};
-use crate::table::Table;
 use crate::pipeline::{Pipeline, Report};
 use crate::progress::Progress;
+use crate::summary::{gain_pct, Comparison, DecompositionSummary};
+use crate::table::Table;
 
 /// A benchmark configuration: a model under a parallel plan.
 #[derive(Clone, Debug)]
@@ -171,13 +171,13 @@ pub fn run(
             .collect();
         let trace_events = trace::validate_chrome_trace(&trace::chrome_trace(&graph, &timelines))
             .map_err(|reason| {
-                failed(
-                    concerto_graph::GraphError::InvalidPlan {
-                        reason: format!("invalid Chrome trace: {reason}"),
-                    }
-                    .into(),
-                )
-            })?;
+            failed(
+                concerto_graph::GraphError::InvalidPlan {
+                    reason: format!("invalid Chrome trace: {reason}"),
+                }
+                .into(),
+            )
+        })?;
         let opt = s.concerto().makespan_ns();
         if s.results.iter().any(|x| opt > x.makespan_ns()) {
             worse.push(c.name);

@@ -23,8 +23,8 @@ use concerto_rcpsp::{
 };
 
 use super::{pct_above, BenchError};
-use crate::schedule::Shared;
 use crate::progress::Progress;
+use crate::schedule::Shared;
 
 /// The sizes and the driver's settings.
 #[derive(Clone, Debug, PartialEq)]
