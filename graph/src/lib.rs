@@ -42,6 +42,7 @@
 //! ```
 
 pub mod baselines;
+pub mod bounds;
 mod error;
 pub mod fingerprint;
 pub mod hardware;
