@@ -175,20 +175,15 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         }
     }
     if let Some(f) = &r.fusion {
-        if f.kept {
-            println!(
+        match f.note() {
+            Some(note) => println!("fused        {note}"),
+            None => println!(
                 "fused        {} bucket(s) of {} collectives: {} -> {} collective calls (concerto+fuse)",
                 f.fused.buckets.len(),
                 f.fused.buckets.iter().map(|b| b.members.len()).sum::<usize>(),
                 s.collectives,
-                f.schedule.collectives
-            );
-        } else {
-            println!(
-                "fused        fusion not kept: {} bucket(s) scheduled to {} ms, longer than unfused",
-                f.fused.buckets.len(),
-                ms(f.schedule.concerto().makespan_ns())
-            );
+                f.calls_after(s)
+            ),
         }
     }
     if let Some(d) = &r.decomposed {

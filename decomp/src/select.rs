@@ -292,6 +292,21 @@ pub fn select_exact(
     selector: &dyn Selector,
 ) -> Result<Selected, DecompError> {
     let (before, scored) = candidates(graph, hardware, config)?;
+    select_among(graph, hardware, config, before, scored, selector)
+}
+
+/// [`select_exact`] over candidates already measured by [`candidates`] (`before` and `scored`
+/// as it returned them for the same graph, hardware and config), for a caller that needs the
+/// candidates too (the joint mode builds its union from them). Cost: the selection solve and
+/// one rewrite and evaluation of the chosen set.
+pub fn select_among(
+    graph: &Graph,
+    hardware: &Hardware,
+    config: &SelectConfig,
+    before: u64,
+    scored: Vec<Scored>,
+    selector: &dyn Selector,
+) -> Result<Selected, DecompError> {
     let mut candidates: Vec<Candidate> = Vec::new();
     let mut groups: Vec<Vec<usize>> = Vec::new();
     for c in scored {

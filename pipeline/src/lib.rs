@@ -49,8 +49,8 @@ pub use error::PipelineError;
 pub use evaluate::{evaluate, Evaluation};
 pub use noise::{noise, NoiseStats};
 pub use pipeline::{
-    Config, Decompose, Decomposed, Families, Fusion, Joint, NoiseConfig, Pipeline, Report, Row,
-    Solvers,
+    Config, Decompose, Decomposed, Families, Fusion, Joint, Measured, NoiseConfig, Pipeline,
+    Report, Row, Solvers,
 };
 pub use progress::{Progress, Silent};
 pub use schedule::{schedule, Optimized, Origin, ScheduleConfig, Scheduled, Scheduler};

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use concerto_decomp::fuse::{fuse_under, mapped_order, FuseConfig, Fused};
 use concerto_decomp::joint::{solve_joint, union, Candidate, JointSolveConfig, JointStart};
 use concerto_decomp::select::{
-    candidates, select, select_exact, Decomposition, SelectConfig, Selected,
+    candidates, select, select_among, Decomposition, Scored, SelectConfig, Selected,
 };
 use concerto_decomp::Axis;
 use concerto_graph::lower::schedule_of;
@@ -36,7 +36,7 @@ pub enum Decompose {
     /// Schedule only (S).
     #[default]
     Off,
-    /// Choose decompositions with the exact selection ([`select_exact`] with the
+    /// Choose decompositions with the exact selection ([`concerto_decomp::select::select_exact`] with the
     /// [`Solvers::selector`]), then schedule the rewritten graph (S+AD).
     Sequential,
     /// Choose decompositions greedily, re-evaluating after each ([`select`]), then schedule.
@@ -171,6 +171,10 @@ impl std::fmt::Debug for Solvers {
     }
 }
 
+/// Decomposition candidates measured on a graph ([`candidates`]): its evaluated makespan and
+/// every candidate that gains alone.
+pub type Measured = (u64, Vec<Scored>);
+
 /// The S+AD step: the decompositions chosen and the rewritten graph's schedule.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug)]
@@ -183,6 +187,11 @@ pub struct Decomposed {
     pub kept: bool,
     /// S+AD as reported: the rewritten graph's makespan when kept, else S's.
     pub makespan_ns: u64,
+    /// The exact selection's candidates (the input's evaluated makespan and every candidate
+    /// that gains alone); `None` after a greedy selection. The joint step builds its union
+    /// from them instead of measuring them again.
+    #[cfg_attr(feature = "serde", serde(skip))]
+    pub candidates: Option<Measured>,
     /// Selection plus scheduling of the rewritten graph.
     pub time: Duration,
 }
@@ -248,6 +257,28 @@ pub struct Fusion {
     pub makespan_ns: u64,
     /// Bucket search plus scheduling of the fused graph.
     pub time: Duration,
+}
+
+impl Fusion {
+    /// Why the fused graph is not the result, when it is not kept.
+    pub fn note(&self) -> Option<String> {
+        (!self.kept).then(|| {
+            format!(
+                "fusion not kept: {} bucket(s) scheduled to {:.3} ms, longer than unfused",
+                self.fused.buckets.len(),
+                self.schedule.concerto().makespan_ns() as f64 / 1e6
+            )
+        })
+    }
+
+    /// Collective calls of the reported result: the fused graph's when kept, else `unfused`'s.
+    pub fn calls_after(&self, unfused: &Optimized) -> usize {
+        if self.kept {
+            self.schedule.collectives
+        } else {
+            unfused.collectives
+        }
+    }
 }
 
 /// A row of the report whose plan is a result.
@@ -380,7 +411,8 @@ impl Pipeline {
         };
         let joint = match (&decomposed, self.config.decompose) {
             (Some(d), Decompose::Joint) => {
-                let j = self.joint(graph, d.applied(), d.makespan_ns)?;
+                let j =
+                    self.joint_among(graph, d.candidates.clone(), d.applied(), d.makespan_ns)?;
                 progress.advance(1, "joint");
                 Some(j)
             }
@@ -457,6 +489,14 @@ impl Pipeline {
     /// The decompositions the configuration's selection chooses on `graph` (greedy or exact),
     /// not scheduled.
     pub fn select(&self, graph: &Graph) -> Result<Selected, PipelineError> {
+        Ok(self.select_measured(graph)?.0)
+    }
+
+    /// [`Pipeline::select`], with the candidates the exact selection measured.
+    fn select_measured(
+        &self,
+        graph: &Graph,
+    ) -> Result<(Selected, Option<Measured>), PipelineError> {
         let c = &self.config;
         if let Some(x) = c.select.slowdown {
             if !(x.is_finite() && x > 0.0) {
@@ -465,22 +505,26 @@ impl Pipeline {
                 });
             }
         }
-        Ok(match c.decompose {
-            Decompose::Greedy => select(graph, &c.hardware, &c.select)?,
-            _ => select_exact(
-                graph,
-                &c.hardware,
-                &c.select,
-                self.solvers.selector.as_ref(),
-            )?,
-        })
+        if c.decompose == Decompose::Greedy {
+            return Ok((select(graph, &c.hardware, &c.select)?, None));
+        }
+        let (before, scored) = candidates(graph, &c.hardware, &c.select)?;
+        let selected = select_among(
+            graph,
+            &c.hardware,
+            &c.select,
+            before,
+            scored.clone(),
+            self.solvers.selector.as_ref(),
+        )?;
+        Ok((selected, Some((before, scored))))
     }
 
     /// The S+AD step: [`Pipeline::select`], the rewritten graph scheduled, kept against S
     /// (`s_ns`) by [`policy::keep`].
     pub fn decompose(&self, graph: &Graph, s_ns: u64) -> Result<Decomposed, PipelineError> {
         let began = Instant::now();
-        let selected = self.select(graph)?;
+        let (selected, candidates) = self.select_measured(graph)?;
         let schedule = if selected.decompositions.is_empty() {
             None
         } else {
@@ -498,6 +542,7 @@ impl Pipeline {
             schedule,
             kept,
             makespan_ns,
+            candidates,
             time: began.elapsed(),
         })
     }
@@ -514,6 +559,18 @@ impl Pipeline {
         sequential: &[Decomposition],
         sad_ns: u64,
     ) -> Result<Joint, PipelineError> {
+        self.joint_among(graph, None, sequential, sad_ns)
+    }
+
+    /// [`Pipeline::joint`] from candidates already measured on `graph` with this
+    /// configuration ([`Decomposed::candidates`]), or measured here when `None`.
+    fn joint_among(
+        &self,
+        graph: &Graph,
+        measured: Option<Measured>,
+        sequential: &[Decomposition],
+        sad_ns: u64,
+    ) -> Result<Joint, PipelineError> {
         let began = Instant::now();
         let c = &self.config;
         let modal = self
@@ -523,7 +580,10 @@ impl Pipeline {
             .ok_or_else(|| PipelineError::InvalidConfig {
                 reason: "joint mode needs a modal solver (Solvers::with_modal)".into(),
             })?;
-        let (_, scored) = candidates(graph, &c.hardware, &c.select)?;
+        let scored = match measured {
+            Some((_, scored)) => scored,
+            None => candidates(graph, &c.hardware, &c.select)?.1,
+        };
         let list: Vec<Candidate> = scored
             .iter()
             .map(|s| Candidate {

@@ -1,5 +1,5 @@
-//! Test support shared by the suites in `tests/`: random valid problems for proptest and a
-//! brute-force optimum for problems small enough to enumerate.
+//! Test support shared by the suites in `tests/`: random valid problems for proptest, a
+//! brute-force optimum for problems small enough to enumerate, and a machine under load.
 
 use concerto_rcpsp::{sgs, ActivityId, ActivityList, Problem, ProblemBuilder, Schedule, Time};
 use proptest::prelude::*;
@@ -139,4 +139,32 @@ pub fn brute_force_optimum(p: &Problem) -> (Time, Schedule) {
     let mut best = None;
     extend(p, &mut Vec::new(), &mut vec![false; p.len()], &mut best);
     best.expect("a problem has at least one activity list")
+}
+
+/// Runs `f` while three other threads spin (each for at most two minutes), then stops and
+/// joins them: a machine under load, for tests that the clock decides nothing.
+pub fn under_load<T>(f: impl FnOnce() -> T) -> T {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+    let stop = Arc::new(AtomicBool::new(false));
+    let burners: Vec<_> = (0..3)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                let began = Instant::now();
+                let mut x = 1u64;
+                while !stop.load(Ordering::Relaxed) && began.elapsed() < Duration::from_secs(120) {
+                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    std::hint::black_box(x);
+                }
+            })
+        })
+        .collect();
+    let out = f();
+    stop.store(true, Ordering::Relaxed);
+    for burner in burners {
+        burner.join().expect("a burner thread ends");
+    }
+    out
 }

@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use concerto_graph::baselines;
 use concerto_graph::lower::{lower, lower_bound, schedule_of};
-use concerto_pipeline::{schedule, ScheduleConfig};
 use concerto_graph::{
     simulate, CollectiveKind, ComputeClass, Graph, GraphBuilder, Hardware, LinkClass, Op, OpId,
     StreamPlan,
 };
+use concerto_pipeline::{schedule, ScheduleConfig};
 use concerto_rcpsp::{check, ActivityId, OddEvenConfig};
 use proptest::prelude::*;
 

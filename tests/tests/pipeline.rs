@@ -1,9 +1,7 @@
 //! The pipeline with the exact backend: the solver's own plan against the baselines, and the
 //! deterministic work budget under a competing CPU load.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use concerto_graph::models::{GptConfig, Model, Parallel};
 use concerto_graph::{models, Graph, Hardware};
@@ -35,32 +33,15 @@ fn the_solvers_own_plan_is_never_behind_a_baseline_on_bench_graphs() {
         let own = r.solver_plan.makespan_ns();
         for b in Scheduler::BASELINES {
             let base = r.get(b).unwrap().makespan_ns();
-            assert!(own <= base, "{name}: the solver's plan {own} ns > {b} {base} ns");
+            assert!(
+                own <= base,
+                "{name}: the solver's plan {own} ns > {b} {base} ns"
+            );
         }
         assert_eq!(r.origin, Origin::Solver, "{name}: a baseline was kept");
         assert_eq!(r.concerto().makespan_ns(), own, "{name}");
         assert!(own >= r.lower_bound_ns, "{name}");
     }
-}
-
-/// Spins `threads` threads until the returned flag is raised (bounded: each stops after
-/// `limit` anyway), to load the machine while a solve runs.
-fn burn(threads: usize, limit: Duration) -> (Arc<AtomicBool>, Vec<std::thread::JoinHandle<u64>>) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let handles = (0..threads)
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                let began = std::time::Instant::now();
-                let mut x = 0u64;
-                while !stop.load(Ordering::Relaxed) && began.elapsed() < limit {
-                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-                }
-                x
-            })
-        })
-        .collect();
-    (stop, handles)
 }
 
 /// With a work budget and no time limit, the same graph and seed give a byte-identical plan,
@@ -78,30 +59,34 @@ fn a_work_budget_gives_the_same_plan_under_load() {
     config.schedule.time_limit = None;
     config.schedule.work_limit = Some(4_000);
     config.decompose = Decompose::Sequential;
-    let solvers = Solvers::new(pumpkin())
-        .with_selector(concerto_backends::default_selector().into());
+    let solvers =
+        Solvers::new(pumpkin()).with_selector(concerto_backends::default_selector().into());
     for threads in [1, 2] {
         config.schedule.threads = threads;
         let p = Pipeline::new(config.clone(), solvers.clone());
         let quiet = p.run(&g, &Silent).unwrap();
-        let (stop, handles) = burn(3, Duration::from_secs(120));
-        let loaded = p.run(&g, &Silent);
-        stop.store(true, Ordering::Relaxed);
-        for h in handles {
-            h.join().unwrap();
-        }
-        let loaded = loaded.unwrap();
+        let loaded = concerto_tests::under_load(|| p.run(&g, &Silent)).unwrap();
         let (gq, pq) = quiet.result();
         let (gl, pl) = loaded.result();
         assert_eq!(quiet.kept, loaded.kept, "threads {threads}");
-        assert_eq!(gq.to_json(), gl.to_json(), "threads {threads}: the graphs differ");
+        assert_eq!(
+            gq.to_json(),
+            gl.to_json(),
+            "threads {threads}: the graphs differ"
+        );
         assert_eq!(
             pq.plan.to_json(gq),
             pl.plan.to_json(gl),
             "threads {threads}: the plans differ"
         );
-        assert_eq!(quiet.schedule.work, loaded.schedule.work, "threads {threads}");
-        assert!(quiet.schedule.work > 0, "threads {threads}: no work was done");
+        assert_eq!(
+            quiet.schedule.work, loaded.schedule.work,
+            "threads {threads}"
+        );
+        assert!(
+            quiet.schedule.work > 0,
+            "threads {threads}: no work was done"
+        );
         let d = quiet.decomposed.as_ref().unwrap();
         assert!(!d.selected.decompositions.is_empty(), "nothing decomposed");
     }

@@ -326,13 +326,10 @@ pub fn run(
             let r = p.run(g, &crate::progress::Silent)?;
             let f = r.fusion.as_ref().expect("fusion is on");
             let s_row = r.schedule.concerto();
-            let (calls, peak) = if f.kept {
-                (
-                    f.schedule.collectives,
-                    f.schedule.concerto().peak_memory_bytes,
-                )
+            let peak = if f.kept {
+                f.schedule.concerto().peak_memory_bytes
             } else {
-                (r.schedule.collectives, s_row.peak_memory_bytes)
+                s_row.peak_memory_bytes
             };
             let opt = r.s_ns();
             Ok((
@@ -345,15 +342,9 @@ pub fn run(
                     optimized_ns: opt,
                     fused_ns: f.makespan_ns,
                     fuse_gain_pct: (1.0 - f.makespan_ns as f64 / opt as f64) * 100.0,
-                    collective_calls: (r.schedule.collectives, calls),
+                    collective_calls: (r.schedule.collectives, f.calls_after(&r.schedule)),
                     peak_memory_bytes: (s_row.peak_memory_bytes, peak),
-                    note: (!f.kept).then(|| {
-                        format!(
-                            "fusion not kept: {} bucket(s) scheduled to {:.3} ms, longer than unfused",
-                            f.fused.buckets.len(),
-                            f.schedule.concerto().makespan_ns() as f64 / 1e6
-                        )
-                    }),
+                    note: f.note(),
                     time_s: began.elapsed().as_secs_f64(),
                 },
             ))

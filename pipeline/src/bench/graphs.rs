@@ -304,21 +304,8 @@ impl GraphsRow {
             joint_note: joint.and_then(|j| j.note.clone()),
             fused_ns: fu.map(|f| f.makespan_ns),
             fuse_gain_pct: fu.map(|f| gain_pct(opt, f.makespan_ns)),
-            collective_calls: fu.map(|f| {
-                let after = if f.kept {
-                    f.schedule.collectives
-                } else {
-                    s.collectives
-                };
-                (s.collectives, after)
-            }),
-            fuse_note: fu.filter(|f| !f.kept).map(|f| {
-                format!(
-                    "fusion not kept: {} bucket(s) scheduled to {:.3} ms, longer than unfused",
-                    f.fused.buckets.len(),
-                    f.schedule.concerto().makespan_ns() as f64 / 1e6
-                )
-            }),
+            collective_calls: fu.map(|f| (s.collectives, f.calls_after(s))),
+            fuse_note: fu.and_then(|f| f.note()),
             fuse_time_s: fu.map(|f| f.time.as_secs_f64()),
         }
     }
