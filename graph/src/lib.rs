@@ -47,6 +47,7 @@ mod error;
 pub mod fingerprint;
 pub mod hardware;
 pub mod ir;
+pub mod list;
 pub mod lower;
 pub mod models;
 pub mod plan;

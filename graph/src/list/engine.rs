@@ -1,0 +1,312 @@
+//! The list schedulers' machinery: the graph as flat arrays ([`Net`]), the event loop that
+//! runs list schedules and times plans exactly as [`simulate`] does ([`run`], [`replay`]), and
+//! forward-backward improvement ([`improve`]).
+
+use std::collections::BinaryHeap;
+
+use super::{Direction, JUSTIFY_ROUNDS};
+use crate::error::GraphError;
+use crate::ir::{Graph, OpId};
+use crate::plan::{Stream, StreamPlan};
+#[cfg(doc)]
+use crate::simulate::simulate;
+
+/// Work units per ns at full speed (as in [`simulate`]).
+pub(super) const UNITS: u64 = 1000;
+
+/// The graph as flat adjacency arrays, with each op's stream.
+pub(super) struct Net {
+    pub(super) streams: Vec<Stream>,
+    /// Per stream: a communication channel.
+    pub(super) comm: Vec<bool>,
+    /// Per op: its stream's index.
+    pub(super) stream: Vec<usize>,
+    succ_at: Vec<usize>,
+    succ: Vec<usize>,
+    pred_at: Vec<usize>,
+    pred: Vec<usize>,
+}
+
+impl Net {
+    pub(super) fn new(graph: &Graph) -> Net {
+        let n = graph.len();
+        let streams = Stream::of_graph(graph);
+        let stream = graph
+            .ops()
+            .map(|op| {
+                let s = Stream::of(op);
+                streams.iter().position(|t| *t == s).unwrap_or(0)
+            })
+            .collect();
+        // Raw edges, in the DAG's (deterministic) order; a dependency through several tensors
+        // appears once per tensor, which every use below tolerates (counts stay consistent).
+        let edges = graph.dag().raw_edges();
+        let mut succ_at = vec![0usize; n + 1];
+        let mut pred_at = vec![0usize; n + 1];
+        for e in edges {
+            succ_at[e.source().index() + 1] += 1;
+            pred_at[e.target().index() + 1] += 1;
+        }
+        for v in 0..n {
+            succ_at[v + 1] += succ_at[v];
+            pred_at[v + 1] += pred_at[v];
+        }
+        let (mut at_s, mut at_p) = (succ_at.clone(), pred_at.clone());
+        let mut succ = vec![0usize; edges.len()];
+        let mut pred = vec![0usize; edges.len()];
+        for e in edges {
+            let (p, c) = (e.source().index(), e.target().index());
+            succ[at_s[p]] = c;
+            at_s[p] += 1;
+            pred[at_p[c]] = p;
+            at_p[c] += 1;
+        }
+        Net {
+            comm: streams.iter().map(|s| *s != Stream::Compute).collect(),
+            streams,
+            stream,
+            succ_at,
+            succ,
+            pred_at,
+            pred,
+        }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.stream.len()
+    }
+
+    pub(super) fn succs(&self, v: usize) -> &[usize] {
+        &self.succ[self.succ_at[v]..self.succ_at[v + 1]]
+    }
+
+    pub(super) fn preds(&self, v: usize) -> &[usize] {
+        &self.pred[self.pred_at[v]..self.pred_at[v + 1]]
+    }
+
+    pub(super) fn plan(
+        &self,
+        graph: &Graph,
+        orders: &[Vec<usize>],
+    ) -> Result<StreamPlan, GraphError> {
+        let streams = self
+            .streams
+            .iter()
+            .zip(orders)
+            .map(|(s, o)| (*s, o.iter().map(|&v| OpId(v)).collect()))
+            .collect();
+        StreamPlan::new(graph, streams)
+    }
+}
+
+/// A schedule in forward time or, from a backward pass, in reverse time.
+#[derive(Clone, Debug)]
+pub(super) struct Schedule {
+    /// End of each op (ns).
+    pub(super) end: Vec<u64>,
+    /// Per stream, ops in the order the schedule placed them.
+    pub(super) orders: Vec<Vec<usize>>,
+    /// Latest end (ns).
+    pub(super) makespan: u64,
+}
+
+/// The launch orders of a schedule's plan: a backward schedule's placement orders reversed.
+pub(super) fn forward_orders(mut orders: Vec<Vec<usize>>, direction: Direction) -> Vec<Vec<usize>> {
+    if direction == Direction::Backward {
+        orders.iter_mut().for_each(|o| o.reverse());
+    }
+    orders
+}
+
+/// How the next op of a free stream is chosen.
+enum Pick<'a> {
+    /// The ready op of highest key (a list schedule).
+    List(Vec<BinaryHeap<(u64, u64, usize)>>),
+    /// The next op of a fixed order, once ready (timing a plan).
+    Fixed(&'a [Vec<usize>], Vec<usize>),
+}
+
+/// A list schedule (see [`list_schedule`](super::list_schedule)); with `fifo_comm`, channels take their ready
+/// collectives in the order they became ready (ties by priority).
+pub(super) fn run(
+    net: &Net,
+    d: &[u64],
+    priority: &[u64],
+    direction: Direction,
+    fifo_comm: bool,
+    slowed: u64,
+) -> Result<Schedule, GraphError> {
+    let backward = direction == Direction::Backward;
+    let key = |v: usize, at: u64| {
+        let tie = if backward { v } else { usize::MAX - v };
+        if fifo_comm && net.comm[net.stream[v]] {
+            (u64::MAX - at, priority[v], tie)
+        } else {
+            (priority[v], 0, tie)
+        }
+    };
+    let heaps = vec![BinaryHeap::new(); net.streams.len()];
+    engine(net, d, Pick::List(heaps), backward, slowed, &key)
+}
+
+/// Times fixed launch orders (a plan) forward, as [`simulate`] does.
+pub(super) fn replay(
+    net: &Net,
+    d: &[u64],
+    orders: Vec<Vec<usize>>,
+    slowed: u64,
+) -> Result<Schedule, GraphError> {
+    let next = vec![0usize; orders.len()];
+    let mut s = engine(
+        net,
+        d,
+        Pick::Fixed(&orders, next),
+        false,
+        slowed,
+        &|_, _| (0, 0, 0),
+    )?;
+    s.orders = orders;
+    Ok(s)
+}
+
+/// The event loop shared by list schedules and replays: the simulator's clock, with the next
+/// op of each free stream chosen by `pick`.
+fn engine(
+    net: &Net,
+    d: &[u64],
+    mut pick: Pick<'_>,
+    backward: bool,
+    slowed: u64,
+    key: &dyn Fn(usize, u64) -> (u64, u64, usize),
+) -> Result<Schedule, GraphError> {
+    let n = net.len();
+    let ns = net.streams.len();
+    let (ins, outs) = if backward {
+        ((&net.succ_at, &net.succ), (&net.pred_at, &net.pred))
+    } else {
+        ((&net.pred_at, &net.pred), (&net.succ_at, &net.succ))
+    };
+    let mut missing: Vec<usize> = (0..n).map(|v| ins.0[v + 1] - ins.0[v]).collect();
+    let mut ready_at = vec![0u64; n];
+    if let Pick::List(heaps) = &mut pick {
+        for v in (0..n).filter(|&v| missing[v] == 0) {
+            heaps[net.stream[v]].push(key(v, 0));
+        }
+    }
+    let mut orders: Vec<Vec<usize>> = vec![Vec::new(); ns];
+    let mut end = vec![0u64; n];
+    let mut running: Vec<Option<(usize, u64)>> = vec![None; ns];
+    let (mut now, mut finished) = (0u64, 0usize);
+    loop {
+        for s in 0..ns {
+            if running[s].is_some() {
+                continue;
+            }
+            let next = match &mut pick {
+                Pick::List(heaps) => {
+                    heaps[s]
+                        .pop()
+                        .map(|k| if backward { k.2 } else { usize::MAX - k.2 })
+                }
+                Pick::Fixed(order, at) => match order[s].get(at[s]) {
+                    Some(&v) if missing[v] == 0 => {
+                        at[s] += 1;
+                        Some(v)
+                    }
+                    _ => None,
+                },
+            };
+            if let Some(v) = next {
+                orders[s].push(v);
+                running[s] = Some((v, d[v].saturating_mul(UNITS)));
+            }
+        }
+        if finished == n {
+            break;
+        }
+        let comm_active = (0..ns).any(|s| net.comm[s] && running[s].is_some());
+        let rate = |s: usize| {
+            if !net.comm[s] && comm_active {
+                slowed
+            } else {
+                UNITS
+            }
+        };
+        let Some(dt) = (0..ns)
+            .filter_map(|s| running[s].map(|(_, rem)| rem.div_ceil(rate(s))))
+            .min()
+        else {
+            return Err(GraphError::Deadlock {
+                cycle: "list scheduling: no stream can start an op (a launch order that is \
+                        not topological)"
+                    .into(),
+            });
+        };
+        now = now.saturating_add(dt);
+        for (s, slot) in running.iter_mut().enumerate() {
+            let Some((v, rem)) = *slot else { continue };
+            let left = rem.saturating_sub(dt.saturating_mul(rate(s)));
+            if left > 0 {
+                *slot = Some((v, left));
+                continue;
+            }
+            *slot = None;
+            end[v] = now;
+            finished += 1;
+            for &w in &outs.1[outs.0[v]..outs.0[v + 1]] {
+                ready_at[w] = ready_at[w].max(now);
+                missing[w] -= 1;
+                if missing[w] == 0 {
+                    if let Pick::List(heaps) = &mut pick {
+                        heaps[net.stream[w]].push(key(w, ready_at[w]));
+                    }
+                }
+            }
+        }
+    }
+    Ok(Schedule {
+        makespan: end.iter().copied().max().unwrap_or(0),
+        end,
+        orders,
+    })
+}
+
+/// Forward-backward improvement from a forward `start` (see the module docs): the best
+/// forward schedule seen, with its launch orders.
+pub(super) fn improve(
+    net: &Net,
+    d: &[u64],
+    start: Schedule,
+    floor: u64,
+    slowed: u64,
+    stop: &dyn Fn() -> bool,
+) -> Result<Schedule, GraphError> {
+    let mut current = start.clone();
+    let mut best = start;
+    for _ in 0..JUSTIFY_ROUNDS {
+        if best.makespan <= floor || stop() {
+            break;
+        }
+        let b = run(net, d, &current.end, Direction::Backward, false, slowed)?;
+        let right = replay(
+            net,
+            d,
+            forward_orders(b.orders.clone(), Direction::Backward),
+            slowed,
+        )?;
+        let left = run(net, d, &b.end, Direction::Forward, false, slowed)?;
+        let round = if left.makespan <= right.makespan {
+            left
+        } else {
+            right
+        };
+        if round.makespan >= current.makespan {
+            break;
+        }
+        if round.makespan < best.makespan {
+            best = round.clone();
+        }
+        current = round;
+    }
+    Ok(best)
+}
