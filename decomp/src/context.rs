@@ -66,7 +66,7 @@ pub fn context(
             if is_attention(graph, o) {
                 continue;
             }
-            for p in graph.predecessors(o) {
+            for &p in graph.predecessors(o) {
                 let op = graph.op(p);
                 if op.is_collective() || ops.contains(&p) || !can_split(op, axis, n) || !fits(p) {
                     continue;
@@ -97,7 +97,7 @@ pub fn context(
         for _ in 0..depth {
             let mut next = Vec::new();
             for o in frontier {
-                for s in graph.successors(o) {
+                for &s in graph.successors(o) {
                     let op = graph.op(s);
                     if op.is_collective()
                         || is_attention(graph, s)

@@ -149,7 +149,7 @@ pub fn find(graph: &Graph, collective: OpId) -> Option<Ring> {
                 return None;
             }
             let features = *output.shape.last()?;
-            let gemm = graph.successors(collective).into_iter().find(|&s| {
+            let gemm = graph.successors(collective).iter().copied().find(|&s| {
                 gemm_of(graph.op(s)).is_some_and(|g| {
                     g.b == 1
                         && g.k == features

@@ -335,6 +335,11 @@ pub struct Dep {
 pub struct Graph {
     name: String,
     dag: DiGraph<Op, Dep>,
+    /// Producers of each op, each once, sorted (kept by the builder: a graph never changes
+    /// after [`GraphBuilder::finish`]).
+    preds: Vec<Vec<OpId>>,
+    /// Consumers of each op, each once, sorted.
+    succs: Vec<Vec<OpId>>,
 }
 
 /// Current version of the native JSON format.
@@ -450,35 +455,28 @@ impl Graph {
         v
     }
 
-    /// Producers of `op` (each once), sorted.
-    pub fn predecessors(&self, id: OpId) -> Vec<OpId> {
-        let mut v: Vec<OpId> = self.inputs(id).into_iter().map(|(p, _)| p).collect();
-        v.dedup();
-        v
+    /// Producers of `op` (each once), sorted. O(1): kept by the builder.
+    pub fn predecessors(&self, id: OpId) -> &[OpId] {
+        &self.preds[id.0]
     }
 
-    /// Consumers of `op` (each once), sorted.
-    pub fn successors(&self, id: OpId) -> Vec<OpId> {
-        let mut v: Vec<OpId> = self
-            .dag
-            .neighbors_directed(NodeIndex::new(id.0), Direction::Outgoing)
-            .map(|n| OpId(n.index()))
-            .collect();
-        v.sort_unstable();
-        v.dedup();
-        v
+    /// Consumers of `op` (each once), sorted. O(1): kept by the builder.
+    pub fn successors(&self, id: OpId) -> &[OpId] {
+        &self.succs[id.0]
     }
 
-    /// Every dependency `(producer, consumer)`, each pair once, sorted.
+    /// Every dependency `(producer, consumer)`, each pair once, sorted. O(deps), no sort.
     pub fn dependencies(&self) -> Vec<(OpId, OpId)> {
-        let mut v: Vec<(OpId, OpId)> = self
-            .dag
-            .edge_references()
-            .map(|e| (OpId(e.source().index()), OpId(e.target().index())))
-            .collect();
-        v.sort_unstable();
-        v.dedup();
+        let mut v = Vec::with_capacity(self.dag.edge_count());
+        for (p, succs) in self.succs.iter().enumerate() {
+            v.extend(succs.iter().map(|&c| (OpId(p), c)));
+        }
         v
+    }
+
+    /// Number of dependencies, each producer-consumer pair once. O(ops).
+    pub fn dependency_count(&self) -> usize {
+        self.succs.iter().map(Vec::len).sum()
     }
 
     /// The op named `name`.
@@ -605,6 +603,8 @@ impl GraphBuilder {
             graph: Graph {
                 name: name.into(),
                 dag: DiGraph::new(),
+                preds: Vec::new(),
+                succs: Vec::new(),
             },
             names: Default::default(),
         }
@@ -664,11 +664,21 @@ impl GraphBuilder {
         self.names.insert(op.name.clone(), id);
         let node = self.graph.dag.add_node(op);
         debug_assert_eq!(node.index(), id.0);
+        let mut preds: Vec<OpId> = Vec::with_capacity(inputs.len());
         for &(p, t) in inputs {
             self.graph
                 .dag
                 .add_edge(NodeIndex::new(p.0), node, Dep { tensor: t });
+            preds.push(p);
         }
+        preds.sort_unstable();
+        preds.dedup();
+        // `id` is the largest op so far: each producer's consumers stay sorted.
+        for p in &preds {
+            self.graph.succs[p.0].push(id);
+        }
+        self.graph.preds.push(preds);
+        self.graph.succs.push(Vec::new());
         Ok(id)
     }
 

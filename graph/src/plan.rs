@@ -137,7 +137,7 @@ impl StreamPlan {
             let mut synced: Vec<Option<usize>> = vec![None; streams.len()];
             for &c in order {
                 let mut need: Vec<Option<OpId>> = vec![None; streams.len()];
-                for p in graph.predecessors(c) {
+                for &p in graph.predecessors(c) {
                     let t = pos.stream[p.0];
                     if t == s {
                         continue;
@@ -209,7 +209,8 @@ impl StreamPlan {
         let n = graph.len();
         let streams = self.streams.len();
         // The latest position of stream t that op c or an earlier op of c's stream waited for.
-        let mut waited: Vec<Vec<Option<usize>>> = vec![vec![None; streams]; n];
+        // Flat: `waited[c * streams + t]`.
+        let mut waited: Vec<Option<usize>> = vec![None; n * streams];
         for &(p, c) in &self.waits {
             for o in [p, c] {
                 if o.0 >= n {
@@ -228,44 +229,47 @@ impl StreamPlan {
                     ),
                 });
             }
-            let w = &mut waited[c.0][t];
+            let w = &mut waited[c.0 * streams + t];
             if w.is_none_or(|i| i < pos.index[p.0]) {
                 *w = Some(pos.index[p.0]);
             }
         }
         for (_, order) in &self.streams {
             for k in 1..order.len() {
-                let prev = waited[order[k - 1].0].clone();
-                for (cur, p) in waited[order[k].0].iter_mut().zip(prev) {
-                    if p > *cur {
-                        *cur = p;
+                let (a, b) = (order[k - 1].0 * streams, order[k].0 * streams);
+                for t in 0..streams {
+                    let p = waited[a + t];
+                    if p > waited[b + t] {
+                        waited[b + t] = p;
                     }
                 }
             }
         }
-        for (p, c) in graph.dependencies() {
-            let (t, s) = (pos.stream[p.0], pos.stream[c.0]);
-            let ok = if t == s {
-                pos.index[p.0] < pos.index[c.0]
-            } else {
-                waited[c.0][t].is_some_and(|i| i >= pos.index[p.0])
-            };
-            if !ok {
-                let why = if t == s {
-                    "comes after it on their stream"
+        for (c, preds) in graph.ids().map(|c| (c, graph.predecessors(c))) {
+            for &p in preds {
+                let (t, s) = (pos.stream[p.0], pos.stream[c.0]);
+                let ok = if t == s {
+                    pos.index[p.0] < pos.index[c.0]
                 } else {
-                    "has no wait that covers it"
+                    waited[c.0 * streams + t].is_some_and(|i| i >= pos.index[p.0])
                 };
-                // A same-stream inversion or an uncovered dependency: report a cycle when the
-                // orders and waits have one, as that is what a GPU would do with it.
-                self.find_cycle(graph)?;
-                return Err(GraphError::InvalidPlan {
-                    reason: format!(
-                        "`{}` reads `{}`, which {why}",
-                        graph.op(c).name,
-                        graph.op(p).name
-                    ),
-                });
+                if !ok {
+                    let why = if t == s {
+                        "comes after it on their stream"
+                    } else {
+                        "has no wait that covers it"
+                    };
+                    // A same-stream inversion or an uncovered dependency: report a cycle when the
+                    // orders and waits have one, as that is what a GPU would do with it.
+                    self.find_cycle(graph)?;
+                    return Err(GraphError::InvalidPlan {
+                        reason: format!(
+                            "`{}` reads `{}`, which {why}",
+                            graph.op(c).name,
+                            graph.op(p).name
+                        ),
+                    });
+                }
             }
         }
         self.find_cycle(graph)

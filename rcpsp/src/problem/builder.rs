@@ -249,7 +249,9 @@ impl ProblemBuilder {
             activities[aid.0].demands[rid.0] = *amount;
         }
 
-        let mut pairs: BTreeMap<(ActivityId, ActivityId), Time> = BTreeMap::new();
+        // Sorted by (from, to), each pair once with its largest lag.
+        let mut pairs: Vec<(ActivityId, ActivityId, Time)> =
+            Vec::with_capacity(self.precedences.len());
         for (k, (from, to, lag)) in self.precedences.iter().enumerate() {
             let f = resolve(from, &|| format!("precedence {} (from)", k + 1))?;
             let t = resolve(to, &|| format!("precedence {} (to)", k + 1))?;
@@ -260,13 +262,17 @@ impl ProblemBuilder {
                     lag: *lag,
                 });
             }
-            let e = pairs.entry((f, t)).or_insert(*lag);
-            *e = (*e).max(*lag);
+            pairs.push((f, t, *lag));
         }
-        let precedences: Vec<Precedence> = pairs
-            .into_iter()
-            .map(|((from, to), lag)| Precedence { from, to, lag })
-            .collect();
+        pairs.sort_unstable();
+        // Equal pairs are adjacent, the largest lag last.
+        let mut precedences: Vec<Precedence> = Vec::with_capacity(pairs.len());
+        for (from, to, lag) in pairs {
+            match precedences.last_mut() {
+                Some(p) if p.from == from && p.to == to => p.lag = lag,
+                _ => precedences.push(Precedence { from, to, lag }),
+            }
+        }
 
         // Horizon: sum of duration + largest outgoing lag.
         let mut max_lag = vec![0 as Time; n];
