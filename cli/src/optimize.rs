@@ -60,8 +60,11 @@ fn row_cells(label: &str, s: &Scheduled, po: u64, bound: u64) -> Vec<String> {
 }
 
 pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
+    // The time limit covers the import too.
+    let started = std::time::Instant::now();
     let graph = read_graph(&args.graph, args.opts.gpus_per_node)?;
     let mut pipeline = args.opts.pipeline()?;
+    pipeline.config.started = Some(started);
     pipeline.config.noise = args.noise.map(|pct| NoiseConfig {
         pct,
         samples: args.samples,
@@ -104,8 +107,14 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         args.opts.hardware, s.contention
     );
     println!(
-        "lower bound  {} ms  (max of critical path and busiest stream)",
-        ms(s.lower_bound_ns)
+        "lower bound  {} ms  ({} binds; {})",
+        ms(s.lower_bound_ns),
+        s.bound_kind,
+        s.bounds
+            .iter()
+            .map(|b| format!("{} {}", b.kind, ms(b.value_ns)))
+            .collect::<Vec<_>>()
+            .join(", ")
     );
     let mut header = vec![
         "scheduler",
@@ -211,11 +220,20 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         }
     }
     println!(
-        "solver       {}: {} (contention-free {} ms from a {} ms start, {} work); its plan simulates to {} ms; concerto's plan: {}",
+        "portfolio    {}",
+        s.portfolio
+            .iter()
+            .map(|(rule, ns)| format!("{rule} {}", ms(*ns)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "solver       {}: {} (contention-free {} ms from a {} ms start ({}), {} work); its plan simulates to {} ms; concerto's plan: {}",
         s.solver,
         s.solver_status,
         ms(s.solver_makespan_ns),
         ms(s.start_makespan_ns),
+        s.start,
         s.work,
         ms(s.solver_plan.makespan_ns()),
         s.origin

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use concerto_graph::list::{ListConfig, Rule};
 use concerto_graph::Hardware;
 use concerto_pipeline::{Config, Pipeline, ScheduleConfig, Solvers};
 use concerto_rcpsp::OddEvenConfig;
@@ -100,7 +101,8 @@ pub(crate) struct OptimizeOpts {
     /// Time limit of each window's solve, in seconds (without `--work-limit`).
     #[arg(long, value_name = "SECS", default_value_t = ScheduleConfig::default().oddeven.window_time_limit.as_secs_f64())]
     pub(crate) window_time_limit: f64,
-    /// Time limit of each schedule, in seconds [default: 10, none with --work-limit].
+    /// Time limit of the whole call (import, baselines, bounds, search, simulation), in
+    /// seconds [default: 10, none with --work-limit].
     #[arg(long, value_name = "SECS")]
     pub(crate) time_limit: Option<f64>,
     /// A deterministic work budget for each schedule (solver work: conflicts for pumpkin):
@@ -133,9 +135,40 @@ pub(crate) struct OptimizeOpts {
     /// Worker threads (windows of one pass in parallel).
     #[arg(long, default_value_t = 1)]
     pub(crate) threads: usize,
+    /// The priority rules of concerto's list-scheduling portfolio, in order (the windows start
+    /// from the best): cp-forward, cp-comm-fifo, energy-tail, cp-plus-comm, cp-backward,
+    /// justified, sampled [default: all].
+    #[arg(long, value_name = "RULE,...", value_delimiter = ',')]
+    pub(crate) rules: Vec<String>,
+    /// Random list schedules the `sampled` rule draws.
+    #[arg(long, value_name = "N", default_value_t = concerto_graph::list::ListConfig::default().samples)]
+    pub(crate) list_samples: usize,
 }
 
 impl OptimizeOpts {
+    /// The portfolio of `--rules` and `--list-samples`.
+    pub(crate) fn list_config(&self) -> anyhow::Result<ListConfig> {
+        let mut config = ListConfig {
+            samples: self.list_samples,
+            ..ListConfig::default()
+        };
+        if !self.rules.is_empty() {
+            config.rules = self
+                .rules
+                .iter()
+                .map(|name| {
+                    Rule::parse(name).ok_or_else(|| {
+                        anyhow::anyhow!(
+                            "--rules: unknown rule `{name}` (known: {})",
+                            Rule::ALL.map(Rule::as_str).join(", ")
+                        )
+                    })
+                })
+                .collect::<anyhow::Result<_>>()?;
+        }
+        Ok(config)
+    }
+
     /// The hardware profile of `--hardware`, `--gpus-per-node` and `--contention`.
     pub(crate) fn hardware(&self) -> anyhow::Result<Hardware> {
         let hw = Hardware::by_name(&self.hardware)?.with_gpus_per_node(self.gpus_per_node)?;
@@ -184,6 +217,7 @@ impl OptimizeOpts {
             threads: self.threads,
             inductor_distance: self.inductor_distance,
             max_block: self.max_window.max(self.window),
+            list: self.list_config()?,
             hints: Vec::new(),
         })
     }

@@ -49,6 +49,7 @@ struct SimulateJson {
     exposed_comm_ns: u64,
     peak_memory_bytes: u64,
     lower_bound_ns: u64,
+    bound_kind: &'static str,
 }
 
 pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
@@ -81,6 +82,7 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
         exposed_comm_ns: e.exposed_comm_ns,
         peak_memory_bytes: e.peak_memory_bytes,
         lower_bound_ns: e.lower_bound_ns,
+        bound_kind: e.bound_kind.as_str(),
     };
     if args.json {
         println!("{}", serde_json::to_string(&out)?);
@@ -92,10 +94,11 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
         out.hardware, out.contention
     );
     println!(
-        "makespan     {} ms ({:+.1}% above the lower bound {} ms)",
+        "makespan     {} ms ({:+.1}% above the lower bound {} ms, {})",
         ms(out.makespan_ns),
         (out.makespan_ns as f64 / out.lower_bound_ns.max(1) as f64 - 1.0) * 100.0,
-        ms(out.lower_bound_ns)
+        ms(out.lower_bound_ns),
+        out.bound_kind
     );
     println!("exposed comm {} ms", ms(out.exposed_comm_ns));
     println!(

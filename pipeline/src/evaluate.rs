@@ -15,12 +15,16 @@ pub struct Evaluation {
     pub exposed_comm_ns: u64,
     /// Peak memory of the tensor lifetimes (bytes).
     pub peak_memory_bytes: u64,
-    /// Contention-free lower bound of any plan of the graph (ns).
+    /// The best proven lower bound on any plan of the graph (ns; contention only lengthens
+    /// ops, so it bounds simulated makespans too).
     pub lower_bound_ns: u64,
+    /// Which bound binds ([`concerto_graph::bounds::BoundKind`]).
+    pub bound_kind: concerto_graph::bounds::BoundKind,
 }
 
 /// Validates `plan` against `graph` and simulates it with `hardware`'s durations and
-/// contention. Cost: one simulation, O((ops + deps) log ops).
+/// contention, and computes the graph's bounds ([`concerto_graph::bounds::bounds`]). Cost: one
+/// simulation, O((ops + deps) log ops), plus the bounds'.
 pub fn evaluate(
     graph: &Graph,
     hardware: &Hardware,
@@ -29,11 +33,14 @@ pub fn evaluate(
     plan.validate(graph)?;
     let durations = hardware.durations(graph);
     let timeline = simulate(graph, plan, &durations, hardware.contention)?;
+    let bounds = concerto_graph::bounds::bounds(graph, &durations);
+    let best = bounds.best();
     Ok(Evaluation {
         makespan_ns: timeline.makespan,
         exposed_comm_ns: timeline.exposed_comm_ns(graph),
         peak_memory_bytes: timeline.peak_memory_bytes(graph),
-        lower_bound_ns: concerto_graph::lower::lower_bound(graph, &durations),
+        lower_bound_ns: best.value_ns,
+        bound_kind: best.kind,
         timeline,
     })
 }

@@ -108,6 +108,10 @@ pub struct Config {
     pub fuse_config: FuseConfig,
     /// Noise re-simulation of every S plan, when given.
     pub noise: Option<NoiseConfig>,
+    /// When the call's time limit ([`ScheduleConfig::time_limit`]) began: set it before
+    /// reading the graph so that the import counts too. `None`: when [`Pipeline::run`] is
+    /// called.
+    pub started: Option<Instant>,
 }
 
 impl Config {
@@ -122,6 +126,7 @@ impl Config {
             fuse: false,
             fuse_config: FuseConfig::default(),
             noise: None,
+            started: None,
         }
     }
 }
@@ -384,9 +389,22 @@ impl Pipeline {
     }
 
     /// Runs every step the configuration asks for on `graph` (see the module docs), telling
-    /// `progress` which step runs.
+    /// `progress` which step runs. The time limit ([`ScheduleConfig::time_limit`]) covers the
+    /// whole call from [`Config::started`]: each search step (S, S+AD, joint, S+F) gets an
+    /// equal share of what is left when it begins.
     pub fn run(&self, graph: &Graph, progress: &dyn Progress) -> Result<Report, PipelineError> {
-        let began = Instant::now();
+        let began = self.config.started.unwrap_or_else(Instant::now);
+        let deadline = self.config.schedule.time_limit.map(|t| began + t);
+        let searches = 1
+            + u32::from(self.config.decompose != Decompose::Off)
+            + u32::from(self.config.decompose == Decompose::Joint)
+            + u32::from(self.config.fuse);
+        let mut done = 0u32;
+        let mut share = || {
+            let left = searches - done;
+            done += 1;
+            deadline.map(|d| d.saturating_duration_since(Instant::now()) / left.max(1))
+        };
         if self.config.decompose == Decompose::Joint && self.solvers.modal.is_none() {
             return Err(PipelineError::InvalidConfig {
                 reason: "joint mode needs a modal solver (Solvers::with_modal)".into(),
@@ -398,28 +416,33 @@ impl Pipeline {
             + u64::from(self.config.fuse)
             + u64::from(self.config.noise.is_some());
         progress.start(graph.name(), Some(steps));
-        let s = self.schedule(graph, Vec::new())?;
+        let s = self.schedule_within(graph, Vec::new(), share())?;
         progress.advance(1, "S");
         let s_ns = s.concerto().makespan_ns();
         let decomposed = match self.config.decompose {
             Decompose::Off => None,
             _ => {
-                let d = self.decompose(graph, s_ns)?;
+                let d = self.decompose_within(graph, s_ns, share())?;
                 progress.advance(1, "S+AD");
                 Some(d)
             }
         };
         let joint = match (&decomposed, self.config.decompose) {
             (Some(d), Decompose::Joint) => {
-                let j =
-                    self.joint_among(graph, d.candidates.clone(), d.applied(), d.makespan_ns)?;
+                let j = self.joint_among(
+                    graph,
+                    d.candidates.clone(),
+                    d.applied(),
+                    d.makespan_ns,
+                    share(),
+                )?;
                 progress.advance(1, "joint");
                 Some(j)
             }
             _ => None,
         };
         let fusion = if self.config.fuse {
-            let f = self.fuse(graph, &s)?;
+            let f = self.fuse_within(graph, &s, share())?;
             progress.advance(1, "S+F");
             Some(f)
         } else {
@@ -468,14 +491,26 @@ impl Pipeline {
         Ok(report)
     }
 
-    /// The S step on `graph` with `hints` competing with the baselines ([`schedule`]).
+    /// The S step on `graph` with `hints` competing with concerto's own starts
+    /// ([`schedule`]), within the configuration's time limit.
     pub fn schedule(
         &self,
         graph: &Graph,
         hints: Vec<StreamPlan>,
     ) -> Result<Optimized, PipelineError> {
+        self.schedule_within(graph, hints, self.config.schedule.time_limit)
+    }
+
+    /// [`Pipeline::schedule`] within `time_limit`.
+    fn schedule_within(
+        &self,
+        graph: &Graph,
+        hints: Vec<StreamPlan>,
+        time_limit: Option<Duration>,
+    ) -> Result<Optimized, PipelineError> {
         let config = ScheduleConfig {
             hints,
+            time_limit,
             ..self.config.schedule.clone()
         };
         schedule(
@@ -523,12 +558,24 @@ impl Pipeline {
     /// The S+AD step: [`Pipeline::select`], the rewritten graph scheduled, kept against S
     /// (`s_ns`) by [`policy::keep`].
     pub fn decompose(&self, graph: &Graph, s_ns: u64) -> Result<Decomposed, PipelineError> {
+        self.decompose_within(graph, s_ns, self.config.schedule.time_limit)
+    }
+
+    /// [`Pipeline::decompose`], its schedule within what is left of `time_limit` after the
+    /// selection.
+    fn decompose_within(
+        &self,
+        graph: &Graph,
+        s_ns: u64,
+        time_limit: Option<Duration>,
+    ) -> Result<Decomposed, PipelineError> {
         let began = Instant::now();
         let (selected, candidates) = self.select_measured(graph)?;
         let schedule = if selected.decompositions.is_empty() {
             None
         } else {
-            Some(self.schedule(&selected.graph, Vec::new())?)
+            let left = time_limit.map(|t| t.saturating_sub(began.elapsed()));
+            Some(self.schedule_within(&selected.graph, Vec::new(), left)?)
         };
         let kept = schedule
             .as_ref()
@@ -559,19 +606,30 @@ impl Pipeline {
         sequential: &[Decomposition],
         sad_ns: u64,
     ) -> Result<Joint, PipelineError> {
-        self.joint_among(graph, None, sequential, sad_ns)
+        self.joint_among(
+            graph,
+            None,
+            sequential,
+            sad_ns,
+            self.config.schedule.time_limit,
+        )
     }
 
     /// [`Pipeline::joint`] from candidates already measured on `graph` with this
-    /// configuration ([`Decomposed::candidates`]), or measured here when `None`.
+    /// configuration ([`Decomposed::candidates`]), or measured here when `None`, within
+    /// `time_limit`: a quarter of it for the start's schedule, half for the joint windows,
+    /// the rest for the final schedule.
     fn joint_among(
         &self,
         graph: &Graph,
         measured: Option<Measured>,
         sequential: &[Decomposition],
         sad_ns: u64,
+        time_limit: Option<Duration>,
     ) -> Result<Joint, PipelineError> {
         let began = Instant::now();
+        let left =
+            |share: f64| time_limit.map(|t| t.saturating_sub(began.elapsed()).mul_f64(share));
         let c = &self.config;
         let modal = self
             .solvers
@@ -624,10 +682,10 @@ impl Pipeline {
         let u = union(graph, &list, &chunk, &start)?;
         let modes = u.modes_of(&start);
         let (g0, _) = u.graph_of(&modes)?;
-        let first = self.schedule(&g0, Vec::new())?;
+        let first = self.schedule_within(&g0, Vec::new(), left(0.25))?;
         let starts = schedule_of(&first.concerto().timeline).starts().to_vec();
         let limits = Limits {
-            time_limit: c.schedule.time_limit,
+            time_limit: left(2.0 / 3.0),
             work_limit: c.schedule.work_limit,
             seed: c.schedule.seed,
             ..Limits::default()
@@ -650,7 +708,7 @@ impl Pipeline {
         if solved.modes == modes {
             hints.push(first.concerto().plan.clone());
         }
-        let optimized = self.schedule(&solved.graph, hints)?;
+        let optimized = self.schedule_within(&solved.graph, hints, left(1.0))?;
         let ns = optimized.concerto().makespan_ns();
         let kept = policy::keep(ns, sad_ns);
         let note = (!kept).then(|| {
@@ -683,6 +741,17 @@ impl Pipeline {
     /// again with that order as a hint, so its row is never behind the plan that chose the
     /// buckets. Kept against S by [`policy::keep`].
     pub fn fuse(&self, graph: &Graph, scheduled: &Optimized) -> Result<Fusion, PipelineError> {
+        self.fuse_within(graph, scheduled, self.config.schedule.time_limit)
+    }
+
+    /// [`Pipeline::fuse`], its schedule within what is left of `time_limit` after the bucket
+    /// search.
+    fn fuse_within(
+        &self,
+        graph: &Graph,
+        scheduled: &Optimized,
+        time_limit: Option<Duration>,
+    ) -> Result<Fusion, PipelineError> {
         let began = Instant::now();
         let timeline = &scheduled.concerto().timeline;
         let fused = fuse_under(
@@ -697,7 +766,8 @@ impl Pipeline {
             &fused.graph,
             &mapped_order(&fused.graph, &fused.origin, &order)?,
         )?;
-        let schedule = self.schedule(&fused.graph, vec![hint])?;
+        let left = time_limit.map(|t| t.saturating_sub(began.elapsed()));
+        let schedule = self.schedule_within(&fused.graph, vec![hint], left)?;
         let s_ns = scheduled.concerto().makespan_ns();
         let kept = policy::keep(schedule.concerto().makespan_ns(), s_ns);
         Ok(Fusion {

@@ -1,31 +1,44 @@
-//! The schedule-only step (S): the baselines, the exact windowed solve, and one comparison
-//! under the simulator.
+//! The schedule-only step (S): the baselines, the proven bounds, concerto's search, and one
+//! comparison under the simulator.
 //!
 //! 1. Cost every op with the hardware profile ([`Hardware::durations`]).
-//! 2. Build the baseline plans ([`baselines`]) and simulate each, with contention.
-//! 3. Lower the graph to an RCPSP ([`lower`]) and solve it with the odd-even driver
-//!    ([`concerto_rcpsp::OddEven`]) around an exact solver, starting from the plan with the
-//!    shortest contention-free timeline among the baselines and the hints (a valid schedule
-//!    of the lowered problem), so the solver can only improve on it. When the driver
-//!    converges with more than half its budget left (time, or work under
-//!    [`ScheduleConfig::work_limit`]), it runs again from its result with blocks twice as
-//!    large, up to [`ScheduleConfig::max_block`].
-//! 4. Check the solver's schedule with [`concerto_rcpsp::check`], turn it into a stream plan
-//!    ([`StreamPlan::from_starts`]) and simulate it with contention.
-//! 5. The solver minimises the contention-free makespan; contention can reorder candidates.
-//!    Concerto's plan is the solver's plan, unless a baseline or hint plan simulates strictly
-//!    shorter; [`Optimized::origin`] says which one was kept, and
-//!    [`Optimized::solver_plan`] keeps the solver's own plan apart from any fallback. Every
-//!    makespan reported is simulated.
+//! 2. Build the baseline plans ([`baselines`], and the critical-path list schedule
+//!    [`Scheduler::List`]) and simulate each, with contention.
+//! 3. Compute the graph's proven lower bounds ([`concerto_graph::bounds`]); the solver's own
+//!    bound joins them after the search, and [`Optimized::bound_kind`] says which binds.
+//! 4. Concerto's search, in two stages that together can move any op anywhere:
+//!    a. the list-scheduling portfolio ([`concerto_graph::list::portfolio`]: priority rules on
+//!       every stream, forward and backward, justification, seeded random sampling), within
+//!       half the time limit;
+//!    b. exact windows: the graph lowered to an RCPSP ([`lower`]) and solved by the odd-even
+//!       driver ([`concerto_rcpsp::OddEven`]) around an exact solver, from the portfolio plan
+//!       (or hint) with the shortest contention-free timeline, so the windows can only
+//!       improve on it. When the driver converges with more than half its budget left (time,
+//!       or work under [`ScheduleConfig::work_limit`]), it runs again from its result with
+//!       blocks twice as large, up to [`ScheduleConfig::max_block`].
 //!
-//! Cost: the baselines and the simulation are O(ops + deps) each (the LHS-like list
-//! scheduler O(ops log ops)); the search is bounded by the time limit or the work budget.
+//!    The baselines' plans are never starts: what the search returns is its own.
+//! 5. Check the windows' schedule with [`concerto_rcpsp::check`], turn it into a stream plan
+//!    ([`StreamPlan::from_starts`]) and simulate it with contention. The windows minimise the
+//!    contention-free makespan; contention can reorder candidates, so the search's result
+//!    ([`Optimized::solver_plan`]) is the windows' plan or the best portfolio plan, whichever
+//!    simulates shorter.
+//! 6. Concerto's plan is the search's, unless a baseline or hint plan simulates strictly
+//!    shorter; [`Optimized::origin`] says which one was kept. Every makespan reported is
+//!    simulated.
+//!
+//! The time limit covers the whole step: the portfolio stops at half of it, and the
+//! windows stop early enough to leave room for the final simulations (measured on the first
+//! baseline's). Cost: the baselines, the bounds and each simulation are O((ops + deps) log
+//! ops); the portfolio and the windows are bounded by the time limit or the work budget.
 
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use concerto_graph::lower::{lower, lower_bound, schedule_of};
+use concerto_graph::bounds::bounds;
+use concerto_graph::list::{self, ListConfig};
+use concerto_graph::lower::{lower, schedule_of};
 use concerto_graph::{baselines, simulate, Graph, GraphError, Hardware, StreamPlan, Timeline};
 use concerto_rcpsp::{check, Limits, OddEven, OddEvenConfig, Outcome, Problem, Solver, Status};
 
@@ -43,22 +56,31 @@ pub enum Scheduler {
     Lhs,
     /// PyTorch Inductor's overlap pass, approximated ([`baselines::inductor`]).
     Inductor,
+    /// A non-delay list schedule on every stream, compute and collectives alike by
+    /// critical-path priority ([`list::list_schedule`] with [`baselines::bottom_levels`]): the
+    /// simplest strong priority rule.
+    List,
     /// Concerto's plan (the solver's, or the baseline that simulated shorter).
     Concerto,
 }
 
 impl Scheduler {
     /// The baselines, in report order.
-    pub const BASELINES: [Scheduler; 3] =
-        [Scheduler::ProgramOrder, Scheduler::Lhs, Scheduler::Inductor];
+    pub const BASELINES: [Scheduler; 4] = [
+        Scheduler::ProgramOrder,
+        Scheduler::Lhs,
+        Scheduler::Inductor,
+        Scheduler::List,
+    ];
 
-    /// The name used in tables and JSON keys (`program-order`, `lhs`, `inductor`,
+    /// The name used in tables and JSON keys (`program-order`, `lhs`, `inductor`, `list`,
     /// `concerto`).
     pub fn as_str(self) -> &'static str {
         match self {
             Scheduler::ProgramOrder => "program-order",
             Scheduler::Lhs => "lhs",
             Scheduler::Inductor => "inductor",
+            Scheduler::List => "list",
             Scheduler::Concerto => "concerto",
         }
     }
@@ -122,6 +144,8 @@ pub struct ScheduleConfig {
     /// Largest block of the escalating windows: once the driver converges with more than
     /// half its budget left, it runs again with blocks twice as large, up to this.
     pub max_block: usize,
+    /// The list-scheduling portfolio's options (its contention and seed are the step's).
+    pub list: ListConfig,
     /// Extra plans of the graph (for example a plan carried over from the graph before a
     /// rewrite): each competes with the baselines for the solver's start and with the solver
     /// for concerto's plan ([`Origin::Hint`] when one is kept). Default none.
@@ -143,6 +167,7 @@ impl Default for ScheduleConfig {
             threads: 1,
             inductor_distance: baselines::INDUCTOR_DISTANCE,
             max_block: 32,
+            list: ListConfig::default(),
             hints: Vec::new(),
         }
     }
@@ -189,6 +214,20 @@ impl Scheduled {
     }
 }
 
+/// One proven lower bound on every plan's simulated makespan.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BoundValue {
+    /// Which bound: a [`concerto_graph::bounds::BoundKind`] name (`critical-path`,
+    /// `busiest-stream`, `precedence-energy`, `jackson`, ...) or `solver` (the exact solver's
+    /// bound on the lowered problem).
+    pub kind: String,
+    /// Its value (ns).
+    pub value_ns: u64,
+    /// The stream it comes from, for the per-stream bounds.
+    pub stream: Option<String>,
+}
+
 /// What [`schedule`] found.
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Clone, Debug)]
@@ -197,13 +236,20 @@ pub struct Optimized {
     pub ops: usize,
     /// Collectives in the graph.
     pub collectives: usize,
-    /// `max(critical path, busiest stream)` (ns), a bound on every plan.
+    /// The best proven lower bound on every plan's simulated makespan (ns): the largest of
+    /// [`Optimized::bounds`].
     pub lower_bound_ns: u64,
+    /// Which bound binds ([`BoundValue::kind`] of the largest; the first in
+    /// [`Optimized::bounds`] order on a tie).
+    pub bound_kind: String,
+    /// Every bound computed: the graph's ([`concerto_graph::bounds::bounds`]: contention only
+    /// lengthens ops, so each bounds simulated makespans too), then the solver's own.
+    pub bounds: Vec<BoundValue>,
     /// Contention-free op durations (ns), by op.
     pub durations: Vec<u64>,
     /// The contention factor simulated.
     pub contention: f64,
-    /// Program order, lhs, inductor and concerto, in that order.
+    /// Program order, lhs, inductor, list and concerto, in that order.
     pub results: Vec<Scheduled>,
     /// Where concerto's plan comes from.
     pub origin: Origin,
@@ -218,8 +264,14 @@ pub struct Optimized {
     pub solver: String,
     /// Work the solver spent (its deterministic unit: conflicts for pumpkin).
     pub work: u64,
-    /// Contention-free makespan of the starting plan given to the solver.
+    /// Contention-free makespan of the starting plan given to the windows.
     pub start_makespan_ns: u64,
+    /// The portfolio rule whose plan the windows started from ([`Candidate::rule`]), or
+    /// `hint`.
+    pub start: String,
+    /// Every plan of concerto's list-scheduling portfolio that ran, with its simulated
+    /// makespan (ns), best first.
+    pub portfolio: Vec<(String, u64)>,
     /// Wall time of the whole step.
     pub time: Duration,
 }
@@ -247,6 +299,9 @@ impl Optimized {
             .unwrap_or(0)
     }
 }
+
+/// Share of the step's time limit the list-scheduling portfolio may use.
+const PORTFOLIO_SHARE: f64 = 0.5;
 
 /// A solver shared by every step of the pipeline and the benches (the odd-even driver owns
 /// its inner solver).
@@ -288,14 +343,18 @@ pub fn schedule(
     }
     let durations = hardware.durations(graph);
     let contention = hardware.contention;
+    let program = Scheduled::new(
+        Scheduler::ProgramOrder,
+        graph,
+        baselines::program_order(graph)?,
+        &durations,
+        contention,
+    )?;
+    // What one simulation costs here: the time kept back at the end of the step for the
+    // simulations that follow the search.
+    let one_simulation = began.elapsed();
     let mut results = vec![
-        Scheduled::new(
-            Scheduler::ProgramOrder,
-            graph,
-            baselines::program_order(graph)?,
-            &durations,
-            contention,
-        )?,
+        program,
         Scheduled::new(
             Scheduler::Lhs,
             graph,
@@ -310,8 +369,59 @@ pub fn schedule(
             &durations,
             contention,
         )?,
+        Scheduled::new(
+            Scheduler::List,
+            graph,
+            list::list_schedule(
+                graph,
+                &durations,
+                &baselines::bottom_levels(graph, &durations),
+                list::Direction::Forward,
+                contention,
+            )?,
+            &durations,
+            contention,
+        )?,
     ];
+    let mut all_bounds: Vec<BoundValue> = bounds(graph, &durations)
+        .all
+        .iter()
+        .map(|b| BoundValue {
+            kind: b.kind.as_str().to_string(),
+            value_ns: b.value_ns,
+            stream: b.stream.map(|s| s.name()),
+        })
+        .collect();
     let lowered = lower(graph, &durations)?;
+    let deadline = config.time_limit.map(|t| began + t);
+    // Kept back for the simulations after the search (the solver's plan, the hints).
+    let reserve = one_simulation * (2 + config.hints.len() as u32) + Duration::from_millis(20);
+    let past = |share: f64| {
+        config
+            .time_limit
+            .is_some_and(|t| began.elapsed() >= t.mul_f64(share).saturating_sub(reserve))
+    };
+    // Concerto's own starts: the list-scheduling portfolio, under a share of the time limit
+    // (its size is fixed by the configuration, so under a work budget it is deterministic
+    // unless that share runs out).
+    let candidates = list::portfolio(
+        graph,
+        &durations,
+        &ListConfig {
+            contention,
+            seed: config.seed,
+            ..config.list.clone()
+        },
+        &|| match config.work_limit {
+            // Under a work budget the clock is only a safety net.
+            Some(_) => past(1.0),
+            None => past(PORTFOLIO_SHARE),
+        },
+    )?;
+    let portfolio: Vec<(String, u64)> = candidates
+        .iter()
+        .map(|c| (c.rule.to_string(), c.makespan_ns))
+        .collect();
     let mut hints = Vec::with_capacity(config.hints.len());
     for plan in &config.hints {
         hints.push(Scheduled::new(
@@ -322,18 +432,24 @@ pub fn schedule(
             contention,
         )?);
     }
-    // The solver starts from the plan with the shortest contention-free timeline.
-    let mut start: Option<(u64, Timeline)> = None;
-    for r in results.iter().chain(&hints) {
-        let t = simulate(graph, &r.plan, &durations, 1.0)?;
-        if start.as_ref().is_none_or(|(m, _)| t.makespan < *m) {
-            start = Some((t.makespan, t));
+    // The windows start from the own plan (portfolio or hint) with the shortest
+    // contention-free timeline; the baselines are not starts.
+    let mut start: Option<(u64, Timeline, String)> = None;
+    for (plan, name) in candidates
+        .iter()
+        .map(|c| (&c.plan, c.rule.to_string()))
+        .chain(hints.iter().map(|h| (&h.plan, "hint".to_string())))
+    {
+        let t = simulate(graph, plan, &durations, 1.0)?;
+        if start.as_ref().is_none_or(|(m, _, _)| t.makespan < *m) {
+            start = Some((t.makespan, t, name));
         }
     }
-    let (start_makespan_ns, start) = start.expect("three baselines");
+    let (start_makespan_ns, start, start_rule) =
+        start.expect("the portfolio always returns a plan");
     let initial = schedule_of(&start);
     check(&lowered.problem, &initial).map_err(|v| GraphError::InvalidPlan {
-        reason: format!("a baseline timeline is not a valid schedule: {v}"),
+        reason: format!("a list schedule's timeline is not a valid schedule: {v}"),
     })?;
     // Escalating windows: run the odd-even driver; when it has converged with budget left,
     // run it again from its result with blocks twice as large (up to `max_block`).
@@ -341,10 +457,22 @@ pub fn schedule(
     let mut best = initial;
     let mut work = 0u64;
     let mut outcome;
+    let windows_began = began.elapsed();
     loop {
-        let time_limit = config.time_limit.map(|t| t.saturating_sub(began.elapsed()));
+        // The driver may finish the windows in flight, rebuild its state and verify its
+        // result past its limit (measured: up to 0.35 s on 40k ops): it gets two window
+        // limits and 3 % of the step's limit less.
+        let margin = config.oddeven.window_time_limit * 2
+            + config
+                .time_limit
+                .map_or(Duration::ZERO, |t| t.mul_f64(0.03));
+        let left = deadline.map(|d| {
+            d.saturating_duration_since(Instant::now())
+                .saturating_sub(reserve + margin)
+                .max(Duration::from_millis(1))
+        });
         let limits = Limits {
-            time_limit: time_limit.map(|t| t.max(Duration::from_millis(1))),
+            time_limit: left,
             work_limit: config.work_limit.map(|w| w.saturating_sub(work).max(1)),
             seed: config.seed,
             threads: config.threads,
@@ -364,11 +492,12 @@ pub fn schedule(
             // Under a work budget the wall clock decides nothing (unless the safety-net time
             // limit ran out, which the status says).
             Some(w) => work.saturating_mul(2) >= w,
-            None => config.time_limit.is_some_and(|t| began.elapsed() * 2 >= t),
+            None => config.time_limit.is_some_and(|t| {
+                (began.elapsed() - windows_began) * 2 >= t.saturating_sub(windows_began)
+            }),
         };
-        let out_of_time = config.time_limit.is_some_and(|t| began.elapsed() >= t);
         if spent_half
-            || out_of_time
+            || past(1.0)
             || matches!(outcome.status, Status::Optimal)
             || driver.config.block >= config.max_block
             || driver.config.block >= graph.len()
@@ -380,14 +509,33 @@ pub fn schedule(
     let solver_makespan = check(&lowered.problem, &best).map_err(|v| GraphError::InvalidPlan {
         reason: format!("the solver's schedule fails the checker: {v}"),
     })?;
+    all_bounds.push(BoundValue {
+        kind: "solver".into(),
+        value_ns: outcome.lower_bound.max(0) as u64,
+        stream: None,
+    });
     let starts: Vec<u64> = best.starts().iter().map(|&s| s as u64).collect();
-    let solver_plan = Scheduled::new(
+    let windows_plan = Scheduled::new(
         Scheduler::Concerto,
         graph,
         StreamPlan::from_starts(graph, &starts)?,
         &durations,
         contention,
     )?;
+    // The search's result: the windows' plan, or a portfolio plan that simulates strictly
+    // shorter under contention (the windows minimise the contention-free makespan).
+    let mut solver_plan = windows_plan;
+    if let Some(c) = candidates.first() {
+        if c.makespan_ns < solver_plan.makespan_ns() {
+            solver_plan = Scheduled::new(
+                Scheduler::Concerto,
+                graph,
+                c.plan.clone(),
+                &durations,
+                contention,
+            )?;
+        }
+    }
     let mut concerto = solver_plan.clone();
     let mut origin = Origin::Solver;
     for (r, o) in results
@@ -404,10 +552,18 @@ pub fn schedule(
         }
     }
     results.push(concerto);
+    let binding = all_bounds
+        .iter()
+        .rev()
+        .max_by_key(|b| b.value_ns)
+        .expect("the graph's bounds are never empty")
+        .clone();
     Ok(Optimized {
         ops: graph.len(),
         collectives: graph.collective_count(),
-        lower_bound_ns: lower_bound(graph, &durations),
+        lower_bound_ns: binding.value_ns,
+        bound_kind: binding.kind,
+        bounds: all_bounds,
         durations,
         contention,
         results,
@@ -418,6 +574,8 @@ pub fn schedule(
         solver: outcome.solver,
         work,
         start_makespan_ns,
+        start: start_rule,
+        portfolio,
         time: began.elapsed(),
     })
 }

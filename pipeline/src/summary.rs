@@ -70,14 +70,18 @@ pub struct Comparison {
     pub ops: usize,
     /// Collectives in the graph.
     pub collectives: usize,
-    /// `max(critical path, busiest stream)` (ns).
+    /// The best proven lower bound on every plan's makespan (ns).
     pub lower_bound_ns: u64,
+    /// Which bound binds (`critical-path`, `busiest-stream`, `jackson`, `solver`, ...).
+    pub bound_kind: String,
     /// Program order's simulated makespan (ns).
     pub program_order_ns: u64,
     /// The LHS-like baseline's (ns).
     pub lhs_ns: u64,
     /// The Inductor-like baseline's (ns).
     pub inductor_ns: u64,
+    /// The critical-path list schedule's (ns).
+    pub list_ns: u64,
     /// Concerto's (S) (ns).
     pub optimized_ns: u64,
     /// Concerto's exposed communication (ns).
@@ -95,9 +99,11 @@ impl Comparison {
             ops: r.ops,
             collectives: r.collectives,
             lower_bound_ns: r.lower_bound_ns,
+            bound_kind: r.bound_kind.clone(),
             program_order_ns: get(Scheduler::ProgramOrder),
             lhs_ns: get(Scheduler::Lhs),
             inductor_ns: get(Scheduler::Inductor),
+            list_ns: get(Scheduler::List),
             optimized_ns: c.makespan_ns(),
             exposed_comm_ns: c.exposed_comm_ns,
             peak_memory_bytes: c.peak_memory_bytes,
@@ -151,6 +157,12 @@ pub struct ReportSummary {
     pub work: u64,
     /// Contention-free makespan of the solver's start (ns).
     pub start_makespan_ns: u64,
+    /// The portfolio rule the windows started from.
+    pub start: String,
+    /// Concerto's list-scheduling portfolio: each rule's simulated makespan (ns).
+    pub portfolio: std::collections::BTreeMap<String, u64>,
+    /// Every proven bound (ns) by kind.
+    pub bounds: std::collections::BTreeMap<String, u64>,
     /// The row whose plan is the result: `S`, `S+AD`, `joint` or `S+F`.
     pub kept: &'static str,
     /// Its simulated makespan (ns).
@@ -206,6 +218,13 @@ impl Report {
             solver_plan_ns: s.solver_plan.makespan_ns(),
             work: s.work,
             start_makespan_ns: s.start_makespan_ns,
+            start: s.start.clone(),
+            portfolio: s.portfolio.iter().cloned().collect(),
+            bounds: s
+                .bounds
+                .iter()
+                .map(|b| (b.kind.clone(), b.value_ns))
+                .collect(),
             kept: self.kept.as_str(),
             kept_ns: self.result().1.makespan_ns(),
             schedulers: s

@@ -179,3 +179,58 @@ fn joint_without_a_modal_solver_is_a_clear_error() {
     let e = p.run(&g, &Silent).unwrap_err().to_string();
     assert!(e.contains("modal solver"), "{e}");
 }
+
+#[test]
+fn the_search_alone_never_loses_to_the_list_schedule_and_every_bound_holds() {
+    for parallel in [
+        Parallel::new(1, 8, 1),
+        Parallel {
+            zero: Zero::Stage3,
+            ..Parallel::new(8, 1, 1)
+        },
+    ] {
+        let g = gpt(2, parallel);
+        let r = pipeline(Decompose::Off, false).run(&g, &Silent).unwrap();
+        let s = &r.schedule;
+        let own = s.solver_plan.makespan_ns();
+        let list = s.get(Scheduler::List).unwrap().makespan_ns();
+        assert!(own <= list, "{}: search {own} > list {list}", g.name());
+        // The portfolio ran, its best is reported first, and the windows' start is one of it.
+        assert!(!s.portfolio.is_empty());
+        assert!(s.portfolio.windows(2).all(|w| w[0].1 <= w[1].1));
+        assert!(s.portfolio.iter().any(|(rule, _)| *rule == s.start));
+        // Every bound is proven: none above any plan, and the binding one is the largest.
+        let shortest = s.results.iter().map(|x| x.makespan_ns()).min().unwrap();
+        for b in &s.bounds {
+            assert!(
+                b.value_ns <= shortest,
+                "{}: {} > {shortest}",
+                b.kind,
+                b.value_ns
+            );
+        }
+        let max = s.bounds.iter().map(|b| b.value_ns).max().unwrap();
+        assert_eq!(s.lower_bound_ns, max);
+        assert!(s
+            .bounds
+            .iter()
+            .any(|b| b.kind == s.bound_kind && b.value_ns == max));
+        assert!(s.bounds.iter().any(|b| b.kind == "solver"));
+    }
+}
+
+#[test]
+fn the_time_limit_counts_from_when_the_call_began() {
+    // A call whose limit was spent before the pipeline ran (say, by a slow import) still
+    // returns a checked plan at once, and its time covers the whole call.
+    let g = gpt(2, Parallel::new(1, 8, 1));
+    let mut p = pipeline(Decompose::Off, false);
+    let spent = Duration::from_secs(5);
+    p.config.schedule.time_limit = Some(Duration::from_secs(1));
+    p.config.started = Some(std::time::Instant::now() - spent);
+    let r = p.run(&g, &Silent).unwrap();
+    assert!(r.time >= spent);
+    assert_rows_consistent(&r);
+    let s = &r.schedule;
+    assert!(s.concerto().makespan_ns() <= s.get(Scheduler::Lhs).unwrap().makespan_ns());
+}
