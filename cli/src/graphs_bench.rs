@@ -89,6 +89,8 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
     }
     if !worse.is_empty() {
         eprintln!("concerto is worse than a baseline on: {}", worse.join(", "));
+    }
+    if !worse.is_empty() || !bench.search_worse.is_empty() {
         return Err(Failure::Rejected);
     }
     Ok(())

@@ -178,6 +178,45 @@ fn bench_graphs_runs_a_configuration() {
     assert!(r["trace_events"].as_u64().unwrap() > 0);
 }
 
+#[test]
+fn bench_graphs_takes_a_graph_file_and_reports_the_list_schedule_and_the_binding_bound() {
+    let dir = scratch("bench-graphs-file");
+    let path = small_gpt(&dir);
+    let o = concerto(&[
+        "bench",
+        "graphs",
+        "--graph",
+        &path,
+        "--only",
+        "gpt",
+        "--time-limit",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let rows = v.as_array().unwrap();
+    // The file comes first, named by its stem, then the configurations named gpt-*.
+    assert_eq!(rows[0]["config"], "gpt");
+    assert!(
+        rows.len() > 1
+            && rows[1..]
+                .iter()
+                .all(|r| r["config"].as_str().unwrap().starts_with("gpt-"))
+    );
+    for r in rows {
+        let own = r["solver_plan_ns"].as_u64().unwrap();
+        let list = r["list_ns"].as_u64().unwrap();
+        assert!(own <= list, "{}: search {own} > list {list}", r["config"]);
+        assert!(r["lower_bound_ns"].as_u64().unwrap() <= r["optimized_ns"].as_u64().unwrap());
+        assert!(!r["bound_kind"].as_str().unwrap().is_empty());
+    }
+    // A missing file is an error naming it.
+    let o = concerto(&["bench", "graphs", "--graph", "no/such.hlo", "--json"]);
+    assert!(!o.status.success());
+    assert!(stderr(&o).contains("no/such.hlo"), "{}", stderr(&o));
+}
+
 const HLO: &str = r#"HloModule tiny, num_partitions=8
 
 %add (a: f32[], b: f32[]) -> f32[] {
