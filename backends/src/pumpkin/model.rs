@@ -1,6 +1,7 @@
 //! The CP model of an RCPSP: start variables with the critical-path windows, the makespan,
 //! precedences as linear inequalities, one `cumulative` per resource and edge finding on
-//! greedy cliques of the disjunctive graph (see the parent module's docs).
+//! greedy cliques of the disjunctive graph (see the parent module's docs; with
+//! [`Reasoning::Light`], one-sided edge finding over the activities not fixed at the root).
 
 use concerto_rcpsp::temporal::{earliest_starts, latest_starts, Reachability};
 use concerto_rcpsp::{Problem, Schedule, SolveError, Time};
@@ -9,10 +10,10 @@ use pumpkin_core::rand::rngs::SmallRng;
 use pumpkin_core::rand::SeedableRng;
 use pumpkin_core::results::{ProblemSolution, SolutionReference};
 use pumpkin_core::variables::{DomainId, TransformableVariable};
-use pumpkin_propagators::disjunctive::ArgDisjunctiveTask;
+use pumpkin_propagators::disjunctive::{ArgDisjunctiveTask, DisjunctiveConstructor};
 
 use super::common::{post_cumulatives, small};
-use super::PumpkinConfig;
+use super::{Direction, PumpkinConfig, Reasoning};
 
 /// The CP model of a problem.
 pub(super) struct Model {
@@ -80,14 +81,34 @@ impl Model {
         }
         post_cumulatives(&mut solver, problem, &starts, tag)?;
         if config.edge_finding {
-            for clique in disjoint_cliques(problem) {
+            let light = config.reasoning.resolve(problem) == Reasoning::Light;
+            for mut clique in disjoint_cliques(problem) {
+                if light {
+                    // A fixed activity's interval is in the cumulatives' profiles already.
+                    clique.retain(|&a| es[a] < ls[a]);
+                    if clique.len() < 2 {
+                        continue;
+                    }
+                }
                 let tasks = clique.iter().map(|&a| ArgDisjunctiveTask {
                     start_time: starts[a],
                     processing_time: small(problem.activities()[a].duration),
                 });
-                solver
-                    .add_constraint(pumpkin_constraints::disjunctive_strict(tasks, tag))
-                    .post();
+                if !light {
+                    solver
+                        .add_constraint(pumpkin_constraints::disjunctive_strict(tasks, tag))
+                        .post();
+                } else if config.direction.resolve(problem) == Direction::Backward {
+                    // Latest ends: edge finding on the mirrored tasks (start -s - p), as
+                    // `disjunctive_strict` posts for its second side.
+                    let mirrored = tasks.map(|t| ArgDisjunctiveTask {
+                        start_time: t.start_time.offset(t.processing_time).scaled(-1),
+                        processing_time: t.processing_time,
+                    });
+                    let _ = solver.add_propagator(DisjunctiveConstructor::new(mirrored, tag));
+                } else {
+                    let _ = solver.add_propagator(DisjunctiveConstructor::new(tasks, tag));
+                }
             }
         }
         Ok(Self {

@@ -23,7 +23,7 @@ use super::branching::{Counting, StartTimeSeries};
 use super::common::{root_lower_bound, small, NAME};
 use super::model::{schedule_of, Model};
 use super::portfolio::Shared;
-use super::{PumpkinConfig, Search};
+use super::{PumpkinConfig, Reasoning, Search};
 
 /// The answer of one pumpkin call, detached from the solver's borrow.
 enum Answer {
@@ -158,10 +158,14 @@ impl Run<'_> {
         limits: &Limits,
     ) -> StopReason {
         let counter = Rc::new(Cell::new(0u64));
+        // The warm-start dive only seeds phase saving, which the start-time series alone does
+        // not use: light reasoning skips it there.
+        let phases = config.search != Search::Sst
+            || config.reasoning.resolve(self.problem) != Reasoning::Light;
         let warm_values = self
             .best
             .as_ref()
-            .filter(|_| config.warm_start && self.cap >= self.best_makespan)
+            .filter(|_| config.warm_start && phases && self.cap >= self.best_makespan)
             .map(|best| {
                 best.starts()
                     .iter()
