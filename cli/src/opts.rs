@@ -137,7 +137,7 @@ pub(crate) struct OptimizeOpts {
     pub(crate) threads: usize,
     /// The priority rules of concerto's list-scheduling portfolio, in order (the windows start
     /// from the best): cp-forward, cp-comm-fifo, energy-tail, cp-plus-comm, cp-backward,
-    /// justified, sampled [default: all].
+    /// justified, sampled [default: all but cp-comm-fifo, the LHS-like rule].
     #[arg(long, value_name = "RULE,...", value_delimiter = ',')]
     pub(crate) rules: Vec<String>,
     /// Random list schedules the `sampled` rule draws.
