@@ -44,22 +44,30 @@ fn optimize_json_has_the_documented_keys_and_concerto_is_never_worse() {
         "program_order_ns",
         "lhs_ns",
         "inductor_ns",
+        "list_ns",
         "optimized_ns",
         "exposed_comm_ns",
         "peak_memory_bytes",
         "time_s",
+        "bound_kind",
+        "bounds",
+        "portfolio",
+        "start",
     ] {
         assert!(v.get(key).is_some(), "missing `{key}` in {v}");
     }
     let opt = v["optimized_ns"].as_u64().unwrap();
-    for key in ["program_order_ns", "lhs_ns", "inductor_ns"] {
+    for key in ["program_order_ns", "lhs_ns", "inductor_ns", "list_ns"] {
         assert!(opt <= v[key].as_u64().unwrap(), "{key}: {v}");
     }
     assert!(opt >= v["lower_bound_ns"].as_u64().unwrap());
     let t: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
     let events = concerto_graph::trace::validate_chrome_trace(&t).expect("a valid trace");
-    assert_eq!(events, 4 * v["ops"].as_u64().unwrap() as usize);
+    // One timeline per scheduler: program order, lhs, inductor, list and concerto.
+    let schedulers = v["schedulers"].as_object().unwrap().len();
+    assert_eq!(schedulers, 5, "{v}");
+    assert_eq!(events, schedulers * v["ops"].as_u64().unwrap() as usize);
     let svg = std::fs::read_to_string(&svg).unwrap();
     assert!(
         svg.starts_with("<svg") || svg.starts_with("<?xml"),
