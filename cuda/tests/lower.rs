@@ -88,7 +88,7 @@ fn program_order_and_optimized_plans_lower_and_check() {
     let d = Hardware::h100().durations(&g);
     let plans = plans(&g);
     let names: Vec<&str> = plans.iter().map(|p| p.0).collect();
-    assert_eq!(names, ["program-order", "lhs", "inductor", "concerto"]);
+    assert_eq!(names, ["program-order", "lhs", "inductor", "list", "concerto"]);
     for (name, plan) in &plans {
         for comm in [CommMode::Spin, CommMode::Copy] {
             let config = LowerConfig {
@@ -262,7 +262,7 @@ fn compare_reports_both_makespans_and_the_difference() {
     let plans = plans(&g);
     let named: Vec<(&str, &StreamPlan)> = plans.iter().map(|(n, p)| (*n, p)).collect();
     let rows = compare(&g, &named, &d, 1.0, &mut Simulator).unwrap();
-    assert_eq!(rows.len(), 4);
+    assert_eq!(rows.len(), 5);
     for r in &rows {
         assert_eq!(r.simulated_ns, r.measured_ns);
         assert_eq!(r.diff_pct, 0.0);
