@@ -6,18 +6,16 @@
 //!    [`Scheduler::List`]) and simulate each, with contention.
 //! 3. Compute the graph's proven lower bounds ([`concerto_graph::bounds`]); the solver's own
 //!    bound joins them after the search, and [`Optimized::bound_kind`] says which binds.
-//! 4. Concerto's search, in two stages that together can move any op anywhere:
-//!    a. the list-scheduling portfolio ([`concerto_graph::list::portfolio`]: priority rules on
-//!       every stream, forward and backward, justification, seeded random sampling), within
-//!       half the time limit;
-//!    b. exact windows: the graph lowered to an RCPSP ([`lower`]) and solved by the odd-even
-//!       driver ([`concerto_rcpsp::OddEven`]) around an exact solver, from the portfolio plan
-//!       (or hint) with the shortest contention-free timeline, so the windows can only
-//!       improve on it. When the driver converges with more than half its budget left (time,
-//!       or work under [`ScheduleConfig::work_limit`]), it runs again from its result with
-//!       blocks twice as large, up to [`ScheduleConfig::max_block`].
-//!
-//!    The baselines' plans are never starts: what the search returns is its own.
+//! 4. Concerto's search, in two stages that together can move any op anywhere: first the
+//!    list-scheduling portfolio ([`concerto_graph::list::portfolio`]: priority rules on every
+//!    stream, forward and backward, justification, seeded random sampling), within half the
+//!    time limit; then exact windows: the graph lowered to an RCPSP ([`lower`]) and solved by
+//!    the odd-even driver ([`concerto_rcpsp::OddEven`]) around an exact solver, from the
+//!    portfolio plan (or hint) with the shortest contention-free timeline, so the windows can
+//!    only improve on it. When the driver converges with more than half its budget left
+//!    (time, or work under [`ScheduleConfig::work_limit`]), it runs again from its result
+//!    with blocks twice as large, up to [`ScheduleConfig::max_block`]. The baselines' plans
+//!    are never starts: what the search returns is its own.
 //! 5. Check the windows' schedule with [`concerto_rcpsp::check`], turn it into a stream plan
 //!    ([`StreamPlan::from_starts`]) and simulate it with contention. The windows minimise the
 //!    contention-free makespan; contention can reorder candidates, so the search's result
@@ -266,7 +264,7 @@ pub struct Optimized {
     pub work: u64,
     /// Contention-free makespan of the starting plan given to the windows.
     pub start_makespan_ns: u64,
-    /// The portfolio rule whose plan the windows started from ([`Candidate::rule`]), or
+    /// The portfolio rule whose plan the windows started from ([`concerto_graph::list::Candidate::rule`]), or
     /// `hint`.
     pub start: String,
     /// Every plan of concerto's list-scheduling portfolio that ran, with its simulated

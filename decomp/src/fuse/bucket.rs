@@ -91,7 +91,7 @@ pub fn fuse_ops(
         for x in lo..=hi {
             let from = graph
                 .predecessors(OpId(x))
-                .into_iter()
+                .iter()
                 .find_map(|p| reached[p.0]);
             if group_of[x] == Some(gi) {
                 if let Some(m) = from {

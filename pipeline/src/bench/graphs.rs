@@ -193,7 +193,7 @@ pub fn run(
             Source::Extra(_, g) => *g,
         };
         let report = pipeline
-            .run(&graph, &crate::progress::Silent)
+            .run(graph, &crate::progress::Silent)
             .map_err(failed)?;
         let s = &report.schedule;
         let timelines: Vec<_> = s
