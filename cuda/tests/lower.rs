@@ -5,8 +5,8 @@ use concerto_cuda::{
     LowerConfig, Measured, StreamCommands,
 };
 use concerto_graph::models::{build, GptConfig, Model, Parallel};
-use concerto_pipeline::{schedule, ScheduleConfig};
 use concerto_graph::{simulate, Graph, Hardware, OpId, Stream, StreamPlan};
+use concerto_pipeline::{schedule, ScheduleConfig};
 use concerto_rcpsp::{Heuristic, HeuristicConfig};
 
 /// A small GPT with tensor and data parallelism: compute, TP all-reduces and DP buckets.
@@ -88,7 +88,10 @@ fn program_order_and_optimized_plans_lower_and_check() {
     let d = Hardware::h100().durations(&g);
     let plans = plans(&g);
     let names: Vec<&str> = plans.iter().map(|p| p.0).collect();
-    assert_eq!(names, ["program-order", "lhs", "inductor", "list", "concerto"]);
+    assert_eq!(
+        names,
+        ["program-order", "lhs", "inductor", "list", "concerto"]
+    );
     for (name, plan) in &plans {
         for comm in [CommMode::Spin, CommMode::Copy] {
             let config = LowerConfig {
