@@ -367,19 +367,6 @@ pub fn schedule(
             &durations,
             contention,
         )?,
-        Scheduled::new(
-            Scheduler::List,
-            graph,
-            list::list_schedule(
-                graph,
-                &durations,
-                &baselines::bottom_levels(graph, &durations),
-                list::Direction::Forward,
-                contention,
-            )?,
-            &durations,
-            contention,
-        )?,
     ];
     let mut all_bounds: Vec<BoundValue> = bounds(graph, &durations)
         .all
@@ -416,6 +403,27 @@ pub fn schedule(
             None => past(PORTFOLIO_SHARE),
         },
     )?;
+    // The `list` baseline is the portfolio's critical-path rule: taken from it when it ran.
+    let list_plan = match candidates
+        .iter()
+        .find(|c| c.rule == list::Rule::CriticalPath)
+    {
+        Some(c) => c.plan.clone(),
+        None => list::list_schedule(
+            graph,
+            &durations,
+            &baselines::bottom_levels(graph, &durations),
+            list::Direction::Forward,
+            contention,
+        )?,
+    };
+    results.push(Scheduled::new(
+        Scheduler::List,
+        graph,
+        list_plan,
+        &durations,
+        contention,
+    )?);
     let portfolio: Vec<(String, u64)> = candidates
         .iter()
         .map(|c| (c.rule.to_string(), c.makespan_ns))
