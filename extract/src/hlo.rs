@@ -1,10 +1,12 @@
 //! XLA HLO text: parse a module ([`parse()`]) and lower it to a graph ([`lower()`]).
 
 pub mod ast;
+pub mod export;
 pub mod lower;
 mod parse;
 
 pub use ast::{Attribute, Computation, Instruction, Module, Pos, ReplicaGroups, Shape};
+pub use export::{check_export, export, ExportError, Exported};
 pub use lower::{lower, ImportOptions, ImportReport};
 pub use parse::parse;
 

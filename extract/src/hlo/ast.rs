@@ -27,6 +27,10 @@ pub struct Module {
     pub computations: Vec<Computation>,
     /// Index of the `ENTRY` computation in `computations`.
     pub entry: usize,
+    /// The stack-frame tables newer XLA versions print after the computations (`FileNames`,
+    /// `FunctionNames`, `FileLocations`, `StackFrames`), each as its source text from the
+    /// keyword on: instructions' `metadata={... stack_frame_id=N}` refers to them.
+    pub tables: Vec<String>,
 }
 
 impl Module {
@@ -54,6 +58,11 @@ pub struct Computation {
     pub root: usize,
     /// Where its header starts.
     pub pos: Pos,
+    /// The source text between its name and the `{` of its body: the parameter list and
+    /// result shape, `(p: f32[2]) -> f32[2]`, trimmed (empty when the text gives neither).
+    pub signature: String,
+    /// Attributes after the closing `}` (`execution_thread="..."`), raw.
+    pub attributes: Vec<Attribute>,
 }
 
 /// The shape of a value.
@@ -135,6 +144,9 @@ pub struct Instruction {
     pub name: String,
     /// Its result shape.
     pub shape: Shape,
+    /// The result shape's source text, exactly (layouts with tiling or memory-space suffixes
+    /// included), for writing the instruction back.
+    pub shape_text: String,
     /// The opcode (`dot`, `all-gather-start`, `fusion`, ...).
     pub opcode: String,
     /// Operand names, without `%` (shape prefixes such as `f32[2] %x` dropped).

@@ -38,6 +38,8 @@ mod cost;
 mod tests;
 mod unroll;
 
+pub(crate) use unroll::trip_count;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use concerto_graph::{DType, GemmShape, Graph, GraphBuilder, Op, OpId, Tensor};

@@ -97,9 +97,9 @@ ENTRY %main (p: f32[8]) -> (s32[], f32[8]) {
     // Per iteration: add, all-reduce, exponential.
     assert_eq!(g.len(), 9);
     assert_eq!(g.collective_count(), 3);
-    let ar2 = find(&g, "loop.it2/ar");
+    let ar2 = find(&g, "loop.it2.ar");
     // Iteration 2's all-reduce waits for iteration 1's results (the state tuple).
-    assert!(g.predecessors(ar2).contains(&find(&g, "loop.it1/w")));
+    assert!(g.predecessors(ar2).contains(&find(&g, "loop.it1.w")));
     assert!(matches!(
         g.op(ar2).kind,
         OpKind::Collective { group: 4, .. }

@@ -14,16 +14,13 @@ impl<'m> Lowerer<'m> {
     ) -> Result<Deps, HloError> {
         let body = self.called(i, "body")?;
         let cond = self.called(i, "condition")?;
-        let n = match known_trip_count(i) {
-            Some(n) => n,
-            None => loop_pattern_trip_count(self.module, i, cond, body).ok_or_else(|| {
-                self.error(
-                    i,
-                    "while loop without a known trip count (no backend_config \
-                     known_trip_count and no `i < N` counter pattern); unroll it before export",
-                )
-            })?,
-        };
+        let n = trip_count(self.module, self.options, i, cond, body).ok_or_else(|| {
+            self.error(
+                i,
+                "while loop without a known trip count (no backend_config \
+                 known_trip_count and no `i < N` counter pattern); unroll it before export",
+            )
+        })?;
         let per_iter = body.instructions.len().max(1);
         if (n as usize)
             .saturating_mul(per_iter)
@@ -44,7 +41,7 @@ impl<'m> Lowerer<'m> {
         self.depth += 1;
         let mut state = deps;
         for it in 0..n {
-            let p = format!("{prefix}{}.it{it}/", i.name);
+            let p = format!("{prefix}{}.it{it}.", i.name);
             match self.computation(body, std::slice::from_ref(&state), &p) {
                 Ok(s) => state = s,
                 Err(e) => {
@@ -56,6 +53,19 @@ impl<'m> Lowerer<'m> {
         self.depth -= 1;
         Ok(state)
     }
+}
+
+/// The trip count of `while` loop `i` (condition `cond`, body `body`): from `backend_config`'s
+/// `known_trip_count`, else from the `i < N` counter pattern; `None` when neither gives one.
+/// The exporter ([`crate::hlo::export`]) unrolls with the same count as the import.
+pub(crate) fn trip_count(
+    module: &Module,
+    _options: &super::ImportOptions,
+    i: &Instruction,
+    cond: &Computation,
+    body: &Computation,
+) -> Option<u64> {
+    known_trip_count(i).or_else(|| loop_pattern_trip_count(module, i, cond, body))
 }
 
 /// The trip count `backend_config` states (`known_trip_count`), if any.

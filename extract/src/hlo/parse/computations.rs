@@ -38,6 +38,7 @@ impl<'a> Parser<'a> {
         }
         let name_at = self.at;
         let name = self.name("a computation (`%name (params) -> shape {`) or `ENTRY`")?;
+        let signature_at = self.at;
         let mut after = self.at;
         self.skip_ws()?;
         if self.peek() == Some(b'(') {
@@ -73,6 +74,7 @@ impl<'a> Parser<'a> {
             }
         }
         let open = self.at;
+        let signature = self.slice(signature_at, open).trim().to_string();
         self.at += 1;
         self.multiline = None;
         let mut instructions: Vec<Instruction> = Vec::new();
@@ -115,8 +117,8 @@ impl<'a> Parser<'a> {
         if instructions.is_empty() {
             return Err(self.error(open, format!("computation `%{name}` has no instructions")));
         }
-        // `, execution_thread="..."` after the `}`: checked, not kept.
-        self.attributes()?;
+        // `, execution_thread="..."` after the `}`.
+        let attributes = self.attributes()?;
         let root = root.unwrap_or(instructions.len() - 1);
         let computation = Computation {
             name: name.to_string(),
@@ -124,6 +126,8 @@ impl<'a> Parser<'a> {
             instructions,
             root,
             pos,
+            signature,
+            attributes,
         };
         Ok((computation, name, name_at))
     }
@@ -210,11 +214,11 @@ impl<'a> Parser<'a> {
 
     /// Skips a stack-frame table (`FileNames` followed by lines `1 "file.py"`, `StackFrames`
     /// followed by `1 {file_location_id=1 parent_frame_id=0}`, ...) if one starts at the
-    /// cursor; returns whether one did.
-    pub(super) fn table(&mut self) -> PResult<bool> {
+    /// cursor; returns its source text if one did.
+    pub(super) fn table(&mut self) -> PResult<Option<String>> {
         let word = self.word_at(self.at);
         if !TABLES.contains(&word) {
-            return Ok(false);
+            return Ok(None);
         }
         let save = self.at;
         self.at += word.len();
@@ -223,7 +227,7 @@ impl<'a> Parser<'a> {
         if !(self.peek().is_none_or(|c| c.is_ascii_digit()) || TABLES.contains(&next)) {
             // A computation with that name.
             self.at = save;
-            return Ok(false);
+            return Ok(None);
         }
         while self.peek().is_some_and(|c| c.is_ascii_digit()) {
             self.uint("a table index")?;
@@ -236,7 +240,7 @@ impl<'a> Parser<'a> {
             self.at = to;
             self.skip_ws()?;
         }
-        Ok(true)
+        Ok(Some(self.slice(save, self.at).trim_end().to_string()))
     }
 
     // ---------------------------------------------------------------- the module
@@ -272,12 +276,14 @@ impl<'a> Parser<'a> {
         let mut computations: Vec<Computation> = Vec::new();
         let mut names: BTreeMap<&'a str, Pos> = BTreeMap::new();
         let mut entry: Option<usize> = None;
+        let mut tables = Vec::new();
         loop {
             self.skip_ws()?;
             if self.at >= self.bytes.len() {
                 break;
             }
-            if self.table()? {
+            if let Some(table) = self.table()? {
+                tables.push(table);
                 continue;
             }
             let start = self.at;
@@ -320,6 +326,7 @@ impl<'a> Parser<'a> {
             attributes,
             computations,
             entry,
+            tables,
         })
     }
 }

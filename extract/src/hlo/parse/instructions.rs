@@ -82,7 +82,9 @@ impl<'a> Parser<'a> {
         }
         self.at += 1;
         self.skip_ws()?;
+        let shape_at = self.at;
         let (shape, _) = self.shape(0)?;
+        let shape_text = self.slice(shape_at, self.at).trim_end().to_string();
         self.skip_ws()?;
         let op_start = self.at;
         if !self.peek().is_some_and(is_ident_start) {
@@ -111,6 +113,7 @@ impl<'a> Parser<'a> {
         let instruction = Instruction {
             name: name.to_string(),
             shape,
+            shape_text,
             opcode: opcode.to_string(),
             operands,
             literal,

@@ -1,0 +1,811 @@
+//! Writing a plan back as a scheduled HLO module that XLA itself accepts.
+//!
+//! [`export`] takes the module a graph was imported from, the graph, a [`StreamPlan`] for it
+//! and the plan's simulated [`Timeline`], and writes the module again with:
+//!
+//! - **the header `is_scheduled=true`**: XLA's parser then takes every non-fusion
+//!   computation's instruction order as its schedule, and XLA's GPU compiler keeps a schedule
+//!   it is given (reference: `ScheduleFromInstructionOrder` in `xla/hlo/parser/hlo_parser.cc`;
+//!   `HloSchedule::Verify` checks that every instruction comes once and after its operands and
+//!   control predecessors);
+//! - **the entry computation in the plan's order**: one sequence that merges the streams'
+//!   FIFO orders and respects every dependency (a merge of the streams by simulated start
+//!   time: the next op of the stream whose next op starts first and whose operands are all
+//!   placed). Each stream's order is the plan's, so the module replayed in program order is
+//!   the plan;
+//! - **every collective as its async pair**, the start where the plan launches it and the done
+//!   right before its first user: `all-reduce-start`/`-done`, `all-gather-start`/`-done`
+//!   (start shape `(operand, result)`), `collective-permute-start`/`-done` (start shape
+//!   `(operand, result)`), and for reduce-scatter, all-to-all and collective-broadcast the
+//!   `<op>-start`/`<op>-done` form of XLA's generic async ops (start shape
+//!   `((operands...), result)`), which XLA's printer writes and its parser reads as an
+//!   `async-start`/`async-done` wrapping the op. The start keeps the collective's name and
+//!   attributes; the done is called `<name>.done` and its users read it. Collectives that
+//!   already are async pairs keep their form; a collective of one device (no op in the graph)
+//!   stays as it is;
+//! - **instructions that carry only dependencies** (parameters, constants, tuples,
+//!   `get-tuple-element`, bitcasts, every `-done`, and anything else that is not an op of the
+//!   graph) placed just before their first user, so that none of them forces a collective's
+//!   done earlier than a consumer needs it; what nothing uses comes before the root;
+//! - **`while` loops unrolled**, exactly as the import unrolled them: an XLA loop body has one
+//!   schedule for every iteration, while Concerto's plan orders each iteration's ops on its
+//!   own (a gradient reduction of layer `k` overlaps the backward pass of layer `k - 1`, across
+//!   the iteration boundary). Iteration `k` of loop `%w` becomes the body's instructions named
+//!   `w.itk.<name>` (the op names of the import), reading the previous iteration's root tuple
+//!   where the body reads its parameter; collectives of iterations after the first get fresh
+//!   `channel_id`s. The body and condition computations stay in the module, unused.
+//!
+//! Every other computation (fusions, reducers, branches, loop bodies) is written as it was
+//! read, in its text order, which XLA's printer made a valid schedule. Operands are written
+//! without their shapes (XLA's parser accepts both), result shapes and attribute values as the
+//! source text had them.
+//!
+//! [`check_export`] reads the written text back with Concerto's own parser and importer and
+//! checks that it gives the same ops, with the same costs and the same dependencies, as the
+//! graph the plan was made for.
+//!
+//! Cost: O(instructions + operands) after unrolling, plus a heap merge of the plan's ops:
+//! O(ops log streams).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+
+use concerto_graph::{Graph, OpId, StreamPlan, Timeline};
+
+use crate::hlo::ast::{Attribute, Computation, Instruction, Module};
+use crate::hlo::lower::{lower, trip_count, ImportOptions};
+use crate::hlo::HloError;
+
+#[cfg(test)]
+mod tests;
+
+/// Why a plan could not be written back as HLO. Every message names the op, instruction or
+/// graph at fault.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExportError {
+    /// The graph is not the one this module imports to (another module, other import
+    /// options, or a graph rewritten by decomposition or fusion).
+    #[error(
+        "the plan's graph `{graph}` (fingerprint {graph_fingerprint}) is not the graph module \
+         `{module}` imports to (fingerprint {module_fingerprint}); a plan can only be written \
+         into the module its graph was imported from, with the same import options"
+    )]
+    OtherGraph {
+        /// The plan's graph.
+        graph: String,
+        /// Its fingerprint.
+        graph_fingerprint: String,
+        /// The module.
+        module: String,
+        /// The fingerprint of the module's graph.
+        module_fingerprint: String,
+    },
+    /// The plan or timeline does not fit the graph.
+    #[error("the plan does not fit graph `{graph}`: {reason}")]
+    Plan {
+        /// The graph.
+        graph: String,
+        /// Why.
+        reason: String,
+    },
+    /// An instruction the exporter cannot write in async form.
+    #[error("instruction `%{instruction}`: {reason}")]
+    Unsupported {
+        /// The instruction.
+        instruction: String,
+        /// Why.
+        reason: String,
+    },
+    /// Reading or importing the module (or, in [`check_export`], the written text) failed.
+    #[error(transparent)]
+    Hlo(#[from] HloError),
+    /// [`check_export`]: the written module imports to a graph that differs from the plan's.
+    #[error("the written module differs from the plan's graph: {0}")]
+    Mismatch(String),
+}
+
+/// A module written by [`export`].
+#[derive(Clone, Debug)]
+pub struct Exported {
+    /// The module's text.
+    pub text: String,
+    /// Collectives written as async pairs (converted, or already pairs in the input).
+    pub async_pairs: usize,
+    /// Iterations of `while` loops written unrolled.
+    pub unrolled_iterations: usize,
+    /// Instructions in the written entry computation.
+    pub entry_instructions: usize,
+}
+
+/// Opcodes of synchronous collectives and the async form each is written in.
+fn async_form(opcode: &str) -> Option<AsyncForm> {
+    Some(match opcode {
+        "all-reduce" => AsyncForm::SameShape,
+        "all-gather" | "collective-permute" => AsyncForm::OperandResult,
+        "reduce-scatter" | "all-to-all" | "collective-broadcast" | "ragged-all-to-all" => {
+            AsyncForm::Wrapped
+        }
+        _ => return None,
+    })
+}
+
+/// The start shape of an async collective.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AsyncForm {
+    /// `all-reduce-start`: the result's shape.
+    SameShape,
+    /// `all-gather-start`, `collective-permute-start`: `(operand, result)`, operands as a tuple
+    /// when there are several.
+    OperandResult,
+    /// Generic async op (`reduce-scatter-start`, ...): `((operands...), result)`.
+    Wrapped,
+}
+
+/// One instruction of the written entry computation.
+#[derive(Clone, Debug)]
+struct Inst<'m> {
+    instr: &'m Instruction,
+    /// Its name in the written module.
+    name: String,
+    /// Its operands' names in the written module.
+    operands: Vec<String>,
+    /// Its control predecessors' names in the written module.
+    control: Vec<String>,
+    /// The graph op it is, if any.
+    op: Option<OpId>,
+    /// What to write.
+    kind: Kind,
+    /// Whether it is the entry's root.
+    root: bool,
+    /// A fresh channel id (an unrolled collective after the first iteration).
+    channel: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    /// The instruction as read (renamed operands).
+    Plain,
+    /// A synchronous collective written as the start of its async pair.
+    Start(AsyncForm),
+    /// The done of a converted collective: reads the start (the operand).
+    Done,
+}
+
+/// Writes `plan` (for `graph`, simulated as `timeline`) into `module` as a scheduled module
+/// (see the module docs). `graph` must be what [`lower`] makes of `module` with `options`.
+pub fn export(
+    module: &Module,
+    graph: &Graph,
+    plan: &StreamPlan,
+    timeline: &Timeline,
+    options: &ImportOptions,
+) -> Result<Exported, ExportError> {
+    let (imported, _) = lower(module, options)?;
+    if imported.fingerprint() != graph.fingerprint() {
+        return Err(ExportError::OtherGraph {
+            graph: graph.name().to_string(),
+            graph_fingerprint: format!("{:016x}", graph.fingerprint()),
+            module: module.name.clone(),
+            module_fingerprint: format!("{:016x}", imported.fingerprint()),
+        });
+    }
+    let plan_error = |reason: String| ExportError::Plan {
+        graph: graph.name().to_string(),
+        reason,
+    };
+    plan.validate(graph)
+        .map_err(|e| plan_error(e.to_string()))?;
+    if timeline.start.len() != graph.len() {
+        return Err(plan_error(format!(
+            "the timeline has {} ops, the graph {}",
+            timeline.start.len(),
+            graph.len()
+        )));
+    }
+    let mut x = Expander::new(module, graph, options);
+    let entry = module.entry();
+    x.expand(entry, "", None)?;
+    if let Some(missing) = x.by_op.iter().position(Option::is_none) {
+        return Err(plan_error(format!(
+            "op `{}` is no instruction of module `{}`",
+            graph.op(OpId(missing)).name,
+            module.name
+        )));
+    }
+    let order = merged_order(graph, plan, timeline);
+    let sequence = x.sequence(&order)?;
+    let mut text = String::new();
+    write_header(&mut text, module);
+    for c in &module.computations {
+        if c.is_entry {
+            write_computation_head(&mut text, c);
+            for &k in &sequence {
+                write_inst(&mut text, &x.insts[k], &x.shapes);
+            }
+            write_computation_tail(&mut text, c);
+        } else {
+            write_computation(&mut text, c);
+        }
+    }
+    for t in &module.tables {
+        text.push('\n');
+        text.push_str(t);
+        text.push('\n');
+    }
+    let async_pairs = x
+        .insts
+        .iter()
+        .filter(|i| {
+            matches!(i.kind, Kind::Start(_))
+                || (i.op.is_some() && i.instr.opcode.ends_with("-start"))
+        })
+        .count();
+    Ok(Exported {
+        text,
+        async_pairs,
+        unrolled_iterations: x.iterations,
+        entry_instructions: sequence.len(),
+    })
+}
+
+/// The plan's ops in one sequence: repeatedly the next op of the stream whose next op starts
+/// first in the timeline (ties: the stream listed first), among those whose predecessors are
+/// all placed. A valid plan always has such an op.
+fn merged_order(graph: &Graph, plan: &StreamPlan, timeline: &Timeline) -> Vec<OpId> {
+    let mut placed = vec![false; graph.len()];
+    let mut next = vec![0usize; plan.streams.len()];
+    let mut order = Vec::with_capacity(graph.len());
+    let ready = |op: OpId, placed: &[bool]| graph.predecessors(op).iter().all(|p| placed[p.0]);
+    loop {
+        let mut best: Option<(u64, usize)> = None;
+        for (s, (_, ops)) in plan.streams.iter().enumerate() {
+            if let Some(&op) = ops.get(next[s]) {
+                if ready(op, &placed) && best.is_none_or(|(t, _)| timeline.start[op.0] < t) {
+                    best = Some((timeline.start[op.0], s));
+                }
+            }
+        }
+        let Some((_, s)) = best else { break };
+        let op = plan.streams[s].1[next[s]];
+        next[s] += 1;
+        placed[op.0] = true;
+        order.push(op);
+    }
+    order
+}
+
+/// Builds the written entry computation's instructions: the entry's, loops unrolled.
+struct Expander<'m> {
+    module: &'m Module,
+    graph: &'m Graph,
+    options: &'m ImportOptions,
+    insts: Vec<Inst<'m>>,
+    /// Instruction index of each written name.
+    index: BTreeMap<String, usize>,
+    /// The written instruction of each graph op.
+    by_op: Vec<Option<usize>>,
+    /// Result shape text of each written name.
+    shapes: BTreeMap<String, String>,
+    next_channel: u64,
+    iterations: usize,
+    depth: usize,
+    /// Loop iterations after the first around the current instruction: their collectives get
+    /// fresh channel ids.
+    copies: usize,
+}
+
+impl<'m> Expander<'m> {
+    fn new(module: &'m Module, graph: &'m Graph, options: &'m ImportOptions) -> Self {
+        let next_channel = module
+            .computations
+            .iter()
+            .flat_map(|c| &c.instructions)
+            .filter_map(|i| i.attribute("channel_id"))
+            .filter_map(|a| a.integer().ok())
+            .max()
+            .map_or(1, |m| m.max(0) as u64 + 1);
+        Expander {
+            module,
+            graph,
+            options,
+            insts: Vec::new(),
+            index: BTreeMap::new(),
+            by_op: vec![None; graph.len()],
+            shapes: BTreeMap::new(),
+            next_channel,
+            iterations: 0,
+            depth: 0,
+            copies: 0,
+        }
+    }
+
+    fn unsupported(i: &Instruction, reason: impl Into<String>) -> ExportError {
+        ExportError::Unsupported {
+            instruction: i.name.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    /// A new written name; an error if the module has it already.
+    fn claim(&mut self, i: &Instruction, name: String) -> Result<String, ExportError> {
+        if self.index.contains_key(&name) {
+            return Err(Self::unsupported(
+                i,
+                format!("its written name `%{name}` is taken by another instruction"),
+            ));
+        }
+        Ok(name)
+    }
+
+    fn push(&mut self, inst: Inst<'m>) {
+        self.index.insert(inst.name.clone(), self.insts.len());
+        self.shapes
+            .insert(inst.name.clone(), inst.instr.shape_text.clone());
+        self.insts.push(inst);
+    }
+
+    /// Adds `comp`'s instructions with names prefixed by `prefix`; in a loop body, `param` is
+    /// the written name of the value its parameter reads. Returns the root's written name.
+    fn expand(
+        &mut self,
+        comp: &'m Computation,
+        prefix: &str,
+        param: Option<&str>,
+    ) -> Result<String, ExportError> {
+        // Names read in this computation -> written names.
+        let mut names: BTreeMap<&'m str, String> = BTreeMap::new();
+        let iteration = param.is_some();
+        for (k, i) in comp.instructions.iter().enumerate() {
+            let rename = |names: &BTreeMap<&str, String>, o: &str| -> Result<String, ExportError> {
+                names.get(o).cloned().ok_or_else(|| {
+                    Self::unsupported(i, format!("operand `%{o}` is not defined before it"))
+                })
+            };
+            let operands = i
+                .operands
+                .iter()
+                .map(|o| rename(&names, o))
+                .collect::<Result<Vec<_>, _>>()?;
+            let control = match i.attribute("control-predecessors") {
+                Some(a) => control_names(a)
+                    .iter()
+                    .map(|o| rename(&names, o))
+                    .collect::<Result<Vec<_>, _>>()?,
+                None => Vec::new(),
+            };
+            if let (Some(p), "parameter") = (param, i.opcode.as_str()) {
+                names.insert(&i.name, p.to_string());
+                continue;
+            }
+            if i.opcode == "while" {
+                let body = self.called(i, "body")?;
+                let cond = self.called(i, "condition")?;
+                let n = trip_count(self.module, self.options, i, cond, body).ok_or_else(|| {
+                    Self::unsupported(i, "a while loop without a known trip count")
+                })?;
+                if self.depth >= 64 {
+                    return Err(Self::unsupported(i, "while loops nest more than 64 deep"));
+                }
+                let [state] = operands.as_slice() else {
+                    return Err(Self::unsupported(i, "a while loop needs one operand"));
+                };
+                let mut state = state.clone();
+                self.depth += 1;
+                for it in 0..n {
+                    let p = format!("{prefix}{}.it{it}.", i.name);
+                    self.copies += usize::from(it > 0);
+                    let next = self.expand(body, &p, Some(&state));
+                    self.copies -= usize::from(it > 0);
+                    state = next?;
+                    self.iterations += 1;
+                }
+                self.depth -= 1;
+                names.insert(&i.name, state);
+                continue;
+            }
+            let name = self.claim(i, format!("{prefix}{}", i.name))?;
+            let op = self.graph.find(&name);
+            let channel = (self.copies > 0 && i.attribute("channel_id").is_some()).then(|| {
+                self.next_channel += 1;
+                self.next_channel - 1
+            });
+            let form = op.and_then(|_| async_form(&i.opcode));
+            let is_root = !iteration && k == comp.root;
+            if let Some(o) = op {
+                self.by_op[o.0] = Some(self.insts.len());
+            }
+            match form {
+                Some(form) => {
+                    if form == AsyncForm::OperandResult
+                        && i.opcode == "collective-permute"
+                        && operands.len() != 1
+                    {
+                        return Err(Self::unsupported(
+                            i,
+                            format!(
+                                "a collective-permute of {} operands (the in-place form) has no \
+                                 async form here",
+                                operands.len()
+                            ),
+                        ));
+                    }
+                    self.push(Inst {
+                        instr: i,
+                        name: name.clone(),
+                        operands,
+                        control,
+                        op,
+                        kind: Kind::Start(form),
+                        root: false,
+                        channel,
+                    });
+                    let done = self.claim(i, format!("{name}.done"))?;
+                    self.push(Inst {
+                        instr: i,
+                        name: done.clone(),
+                        operands: vec![name],
+                        control: Vec::new(),
+                        op: None,
+                        kind: Kind::Done,
+                        root: is_root,
+                        channel: None,
+                    });
+                    names.insert(&i.name, done);
+                }
+                None => {
+                    self.push(Inst {
+                        instr: i,
+                        name: name.clone(),
+                        operands,
+                        control,
+                        op,
+                        kind: Kind::Plain,
+                        root: is_root,
+                        channel,
+                    });
+                    names.insert(&i.name, name);
+                }
+            }
+        }
+        let root = &comp.instructions[comp.root];
+        names
+            .get(root.name.as_str())
+            .cloned()
+            .ok_or_else(|| Self::unsupported(root, "the root is not defined"))
+    }
+
+    fn called(&self, i: &Instruction, attr: &str) -> Result<&'m Computation, ExportError> {
+        let name = i
+            .attribute(attr)
+            .ok_or_else(|| Self::unsupported(i, format!("`{}` needs `{attr}=`", i.opcode)))?
+            .computation()?;
+        self.module.computation(name).ok_or_else(|| {
+            Self::unsupported(i, format!("calls `%{name}`, which is not in the module"))
+        })
+    }
+
+    /// The written entry: the plan's ops in `order`, each after what it reads (placed just
+    /// before it when not yet placed), then what nothing read, then the root.
+    fn sequence(&self, order: &[OpId]) -> Result<Vec<usize>, ExportError> {
+        let n = self.insts.len();
+        let mut placed = vec![false; n];
+        let mut sequence = Vec::with_capacity(n);
+        let mut stack: Vec<(usize, bool)> = Vec::new();
+        let mut place = |root: usize,
+                         placed: &mut Vec<bool>,
+                         sequence: &mut Vec<usize>,
+                         allow_ops: bool|
+         -> Result<(), ExportError> {
+            stack.push((root, false));
+            while let Some((k, expanded)) = stack.pop() {
+                if placed[k] {
+                    continue;
+                }
+                let inst = &self.insts[k];
+                if expanded {
+                    placed[k] = true;
+                    sequence.push(k);
+                    continue;
+                }
+                if k != root && inst.op.is_some() && !allow_ops {
+                    return Err(ExportError::Plan {
+                        graph: self.graph.name().to_string(),
+                        reason: format!(
+                            "`{}` reads `{}`, which the plan runs later",
+                            self.insts[root].name, inst.name
+                        ),
+                    });
+                }
+                stack.push((k, true));
+                for o in inst.operands.iter().chain(&inst.control).rev() {
+                    let d = self.index[o];
+                    if !placed[d] {
+                        stack.push((d, false));
+                    }
+                }
+            }
+            Ok(())
+        };
+        for &op in order {
+            let k = self.by_op[op.0].expect("every op has an instruction (checked)");
+            place(k, &mut placed, &mut sequence, false)?;
+        }
+        let root = self
+            .insts
+            .iter()
+            .position(|i| i.root)
+            .expect("the entry has a root");
+        for k in 0..n {
+            if k != root && !placed[k] {
+                place(k, &mut placed, &mut sequence, true)?;
+            }
+        }
+        place(root, &mut placed, &mut sequence, true)?;
+        Ok(sequence)
+    }
+}
+
+/// The names in a `control-predecessors={%a, %b}` value.
+fn control_names(a: &Attribute) -> Vec<String> {
+    a.value
+        .trim_matches(|c| c == '{' || c == '}')
+        .split(',')
+        .map(|s| s.trim().trim_start_matches('%').to_string())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn write_header(out: &mut String, module: &Module) {
+    let _ = write!(out, "HloModule {}, is_scheduled=true", module.name);
+    for a in &module.attributes {
+        if a.name != "is_scheduled" {
+            let _ = write!(out, ", {}={}", a.name, a.value);
+        }
+    }
+    out.push_str("\n\n");
+}
+
+fn write_computation_head(out: &mut String, c: &Computation) {
+    if c.is_entry {
+        out.push_str("ENTRY ");
+    }
+    let _ = write!(out, "%{}", c.name);
+    if !c.signature.is_empty() {
+        let _ = write!(out, " {}", c.signature);
+    }
+    out.push_str(" {\n");
+}
+
+fn write_computation_tail(out: &mut String, c: &Computation) {
+    out.push('}');
+    for a in &c.attributes {
+        let _ = write!(out, ", {}={}", a.name, a.value);
+    }
+    out.push_str("\n\n");
+}
+
+/// A computation as read (instructions in text order).
+fn write_computation(out: &mut String, c: &Computation) {
+    write_computation_head(out, c);
+    for (k, i) in c.instructions.iter().enumerate() {
+        let operands: Vec<String> = i.operands.clone();
+        write_instruction(
+            out,
+            k == c.root && i.is_root,
+            &i.name,
+            &i.shape_text,
+            &i.opcode,
+            i.literal.as_deref(),
+            &operands,
+            i.attributes
+                .iter()
+                .map(|a| (a.name.as_str(), a.value.clone())),
+        );
+    }
+    write_computation_tail(out, c);
+}
+
+/// One instruction of the written entry.
+fn write_inst(out: &mut String, inst: &Inst<'_>, shapes: &BTreeMap<String, String>) {
+    let i = inst.instr;
+    let attributes = || {
+        i.attributes.iter().map(|a| match a.name.as_str() {
+            "control-predecessors" => (
+                a.name.as_str(),
+                format!(
+                    "{{{}}}",
+                    inst.control
+                        .iter()
+                        .map(|c| format!("%{c}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ),
+            "channel_id" => (
+                a.name.as_str(),
+                inst.channel
+                    .map_or_else(|| a.value.clone(), |c| c.to_string()),
+            ),
+            _ => (a.name.as_str(), a.value.clone()),
+        })
+    };
+    let is_root = inst.root;
+    match inst.kind {
+        Kind::Plain => {
+            write_instruction(
+                out,
+                is_root,
+                &inst.name,
+                &i.shape_text,
+                &i.opcode,
+                i.literal.as_deref(),
+                &inst.operands,
+                attributes(),
+            );
+        }
+        Kind::Start(form) => {
+            let operand_shapes: Vec<&str> = inst
+                .operands
+                .iter()
+                .map(|o| shapes.get(o).map_or("", String::as_str))
+                .collect();
+            let ins = match operand_shapes.as_slice() {
+                [one] if form != AsyncForm::Wrapped => (*one).to_string(),
+                many => format!("({})", many.join(", ")),
+            };
+            let shape = match form {
+                AsyncForm::SameShape => i.shape_text.clone(),
+                AsyncForm::OperandResult | AsyncForm::Wrapped => {
+                    format!("({ins}, {})", i.shape_text)
+                }
+            };
+            write_instruction(
+                out,
+                false,
+                &inst.name,
+                &shape,
+                &format!("{}-start", i.opcode),
+                None,
+                &inst.operands,
+                attributes(),
+            );
+        }
+        Kind::Done => {
+            write_instruction(
+                out,
+                is_root,
+                &inst.name,
+                &i.shape_text,
+                &format!("{}-done", i.opcode),
+                None,
+                &inst.operands,
+                std::iter::empty(),
+            );
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn write_instruction<'a>(
+    out: &mut String,
+    is_root: bool,
+    name: &str,
+    shape: &str,
+    opcode: &str,
+    literal: Option<&str>,
+    operands: &[String],
+    attributes: impl Iterator<Item = (&'a str, String)>,
+) {
+    out.push_str("  ");
+    if is_root {
+        out.push_str("ROOT ");
+    }
+    let _ = write!(out, "%{name} = {shape} {opcode}(");
+    match literal {
+        Some(l) => out.push_str(l),
+        None => {
+            for (k, o) in operands.iter().enumerate() {
+                if k > 0 {
+                    out.push_str(", ");
+                }
+                let _ = write!(out, "%{o}");
+            }
+        }
+    }
+    out.push(')');
+    for (name, value) in attributes {
+        let _ = write!(out, ", {name}={value}");
+    }
+    out.push('\n');
+}
+
+/// Reads `text` (a module [`export`] wrote) back with Concerto's parser and importer and checks
+/// that it imports to `graph`: the same ops, by name, with the same kinds and costs, and the
+/// same dependencies. Returns the imported graph, whose op order is the written sequence: its
+/// program order ([`StreamPlan::program_order`]) is the plan the module carries.
+pub fn check_export(
+    text: &str,
+    graph: &Graph,
+    options: &ImportOptions,
+) -> Result<Graph, ExportError> {
+    let module = crate::hlo::parse(text)?;
+    let (back, _) = lower(&module, options)?;
+    let mismatch = |m: String| Err(ExportError::Mismatch(m));
+    if back.len() != graph.len() {
+        return mismatch(format!(
+            "{} ops written, {} in the plan's graph",
+            back.len(),
+            graph.len()
+        ));
+    }
+    let names = |g: &Graph, ops: &[OpId]| -> BTreeSet<String> {
+        ops.iter().map(|o| g.op(*o).name.clone()).collect()
+    };
+    for o in graph.ids() {
+        let op = graph.op(o);
+        let Some(b) = back.find(&op.name) else {
+            return mismatch(format!("op `{}` is not in the written module", op.name));
+        };
+        let written = back.op(b);
+        if written.kind != op.kind || written.outputs != op.outputs {
+            return mismatch(format!(
+                "op `{}` is {:?} in the plan's graph and {:?} written",
+                op.name, op.kind, written.kind
+            ));
+        }
+        let (want, got) = (
+            names(graph, graph.predecessors(o)),
+            names(&back, back.predecessors(b)),
+        );
+        if want != got {
+            let missing: Vec<_> = want.difference(&got).take(3).collect();
+            let extra: Vec<_> = got.difference(&want).take(3).collect();
+            return mismatch(format!(
+                "op `{}`: dependencies differ (missing {missing:?}, extra {extra:?})",
+                op.name
+            ));
+        }
+    }
+    Ok(back)
+}
+
+/// Counts of opcodes in a module's entry computation (for reports and tests).
+pub fn entry_opcodes(module: &Module) -> BTreeMap<String, usize> {
+    let mut m = BTreeMap::new();
+    for i in &module.entry().instructions {
+        *m.entry(i.opcode.clone()).or_default() += 1;
+    }
+    m
+}
+
+/// Simulates `back` (what [`check_export`] returned) in program order, the order of the written
+/// sequence, with the durations of `graph` (the plan's graph) taken by op name, and the compute
+/// slowdown `contention`. Its makespan is the plan's when the module carries the plan.
+pub fn replay(
+    back: &Graph,
+    graph: &Graph,
+    durations: &[u64],
+    contention: f64,
+) -> Result<Timeline, ExportError> {
+    let mismatch = |m: String| ExportError::Mismatch(m);
+    if durations.len() != graph.len() {
+        return Err(mismatch(format!(
+            "{} durations for {} ops",
+            durations.len(),
+            graph.len()
+        )));
+    }
+    let mapped = back
+        .ids()
+        .map(|b| {
+            let name = &back.op(b).name;
+            graph
+                .find(name)
+                .map(|o| durations[o.0])
+                .ok_or_else(|| mismatch(format!("op `{name}` is not in the plan's graph")))
+        })
+        .collect::<Result<Vec<u64>, _>>()?;
+    let plan = StreamPlan::program_order(back).map_err(|e| mismatch(e.to_string()))?;
+    concerto_graph::simulate(back, &plan, &mapped, contention).map_err(|e| mismatch(e.to_string()))
+}

@@ -1,0 +1,301 @@
+use concerto_graph::baselines::{lhs, program_order};
+use concerto_graph::{simulate, Graph, OpId, StreamPlan, Timeline};
+
+use super::*;
+use crate::hlo::parse;
+
+/// A small SPMD-like step: every sync collective kind, compute between them, a tuple root.
+const STEP: &str = r#"HloModule step, entry_computation_layout={(f32[64,64]{1,0}, f32[64,64]{1,0})->(f32[64,64]{1,0}, f32[8,64]{1,0})}
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(f32[] %x, f32[] %y)
+}
+
+ENTRY %main (p0: f32[64,64], p1: f32[64,64]) -> (f32[64,64], f32[8,64]) {
+  %p0 = f32[64,64]{1,0} parameter(0), sharding={replicated}
+  %p1 = f32[64,64]{1,0} parameter(1)
+  %d0 = f32[64,64]{1,0} dot(f32[64,64]{1,0} %p0, f32[64,64]{1,0} %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %ar = f32[64,64]{1,0} all-reduce(%d0), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, to_apply=%add
+  %d1 = f32[64,64]{1,0} dot(%p1, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %ag = f32[512,64]{1,0} all-gather(%d1), channel_id=2, replica_groups=[1,8]<=[8], dimensions={0}, use_global_device_ids=true
+  %rs = f32[8,64]{1,0} reduce-scatter(%d1), channel_id=3, replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, use_global_device_ids=true, to_apply=%add
+  %a2a = f32[64,64]{1,0} all-to-all(%d0), channel_id=4, replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}
+  %cp = f32[64,64]{1,0} collective-permute(%d1), channel_id=5, source_target_pairs={{0,1},{1,2},{2,3},{3,4},{4,5},{5,6},{6,7},{7,0}}
+  %d2 = f32[64,64]{1,0} dot(%p0, %p0), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %sl = f32[64,64]{1,0} slice(%ag), slice={[0:64], [0:64]}
+  %e0 = f32[64,64]{1,0} add(%ar, %d2)
+  %e1 = f32[64,64]{1,0} add(%e0, %sl)
+  %e2 = f32[64,64]{1,0} add(%e1, %a2a)
+  %e3 = f32[64,64]{1,0} add(%e2, %cp)
+  ROOT %t = (f32[64,64]{1,0}, f32[8,64]{1,0}) tuple(%e3, %rs)
+}
+"#;
+
+/// A loop of three iterations (known trip count) with a collective in its body.
+const LOOP: &str = r#"HloModule looped
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+
+%body (state: (s32[], f32[32,32])) -> (s32[], f32[32,32]) {
+  %state = (s32[], f32[32,32]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%state), index=0
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %w = f32[32,32]{1,0} get-tuple-element(%state), index=1
+  %mm = f32[32,32]{1,0} dot(%w, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %ar = f32[32,32]{1,0} all-reduce(%mm), channel_id=7, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, to_apply=%add
+  ROOT %out = (s32[], f32[32,32]{1,0}) tuple(%next, %ar)
+}
+
+%cond (state: (s32[], f32[32,32])) -> pred[] {
+  %state = (s32[], f32[32,32]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%state), index=0
+  %n = s32[] constant(3)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+ENTRY %main (p: f32[32,32]) -> f32[32,32] {
+  %p = f32[32,32]{1,0} parameter(0)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[32,32]{1,0}) tuple(%zero, %p)
+  %loop = (s32[], f32[32,32]{1,0}) while(%init), condition=%cond, body=%body
+  %res = f32[32,32]{1,0} get-tuple-element(%loop), index=1
+  %side = f32[32,32]{1,0} dot(%p, %p), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %sum = f32[32,32]{1,0} add(%res, %side)
+}
+"#;
+
+fn import(text: &str) -> (Module, Graph) {
+    let module = parse(text).unwrap();
+    let (graph, _) = lower(&module, &ImportOptions::default()).unwrap();
+    (module, graph)
+}
+
+/// Durations that differ per op, so that start times order the merge.
+fn durations(graph: &Graph) -> Vec<u64> {
+    graph
+        .ids()
+        .map(|o| {
+            if graph.op(o).is_collective() {
+                700
+            } else {
+                100 + 37 * o.0 as u64 % 250
+            }
+        })
+        .collect()
+}
+
+fn run(graph: &Graph, plan: &StreamPlan) -> Timeline {
+    simulate(graph, plan, &durations(graph), 1.1).unwrap()
+}
+
+/// Exports `plan`, checks it with Concerto's importer, and returns the text and the makespan
+/// of the written module replayed in program order.
+fn round_trip(module: &Module, graph: &Graph, plan: &StreamPlan) -> (String, u64) {
+    let timeline = run(graph, plan);
+    let out = export(module, graph, plan, &timeline, &ImportOptions::default()).unwrap();
+    let back = check_export(&out.text, graph, &ImportOptions::default()).unwrap();
+    let replay = replay(&back, graph, &durations(graph), 1.1).unwrap();
+    (out.text, replay.makespan)
+}
+
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .unwrap_or_else(|| panic!("`{needle}` not in\n{text}"))
+}
+
+#[test]
+fn every_collective_becomes_an_async_pair_and_the_replay_is_the_plan() {
+    let (module, graph) = import(STEP);
+    assert_eq!(graph.collective_count(), 5);
+    for plan in [
+        program_order(&graph).unwrap(),
+        lhs(&graph, &durations(&graph)).unwrap(),
+    ] {
+        let want = run(&graph, &plan).makespan;
+        let (text, replay) = round_trip(&module, &graph, &plan);
+        assert_eq!(replay, want, "{text}");
+        assert!(text.starts_with("HloModule step, is_scheduled=true, entry_computation_layout="));
+        for (start, shape) in [
+            ("%ar = f32[64,64]{1,0} all-reduce-start(%d0)", ""),
+            (
+                "%ag = (f32[64,64]{1,0}, f32[512,64]{1,0}) all-gather-start(%d1)",
+                "",
+            ),
+            (
+                "%rs = ((f32[64,64]{1,0}), f32[8,64]{1,0}) reduce-scatter-start(%d1)",
+                "",
+            ),
+            (
+                "%a2a = ((f32[64,64]{1,0}), f32[64,64]{1,0}) all-to-all-start(%d0)",
+                "",
+            ),
+            (
+                "%cp = (f32[64,64]{1,0}, f32[64,64]{1,0}) collective-permute-start(%d1)",
+                "",
+            ),
+        ] {
+            assert!(text.contains(start), "{start}{shape} missing in\n{text}");
+        }
+        for done in [
+            "%ar.done = f32[64,64]{1,0} all-reduce-done(%ar)",
+            "%ag.done = f32[512,64]{1,0} all-gather-done(%ag)",
+            "%rs.done = f32[8,64]{1,0} reduce-scatter-done(%rs)",
+            "%a2a.done = f32[64,64]{1,0} all-to-all-done(%a2a)",
+            "%cp.done = f32[64,64]{1,0} collective-permute-done(%cp)",
+        ] {
+            assert!(text.contains(done), "{done} missing in\n{text}");
+        }
+        // Attributes are kept on the start; users read the done.
+        assert!(text.contains("channel_id=3, replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, use_global_device_ids=true, to_apply=%add"));
+        assert!(text.contains("%e0 = f32[64,64]{1,0} add(%ar.done, %d2)"));
+        assert!(text.contains("ROOT %t = (f32[64,64]{1,0}, f32[8,64]{1,0}) tuple(%e3, %rs.done)"));
+        // Each done comes right before its first user, after the start.
+        for (start, done, user) in [
+            ("%ar =", "%ar.done =", "%e0 ="),
+            ("%ag =", "%ag.done =", "%sl ="),
+        ] {
+            let (s, d, u) = (
+                line_of(&text, start),
+                line_of(&text, done),
+                line_of(&text, user),
+            );
+            assert!(
+                s < d && d + 1 == u,
+                "{start} {s}, {done} {d}, {user} {u}\n{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_sequence_follows_the_plan_not_the_text() {
+    let (module, graph) = import(STEP);
+    let id = |n: &str| graph.find(n).unwrap();
+    // Compute in reverse program order where the dependencies allow: d2 and d1 first.
+    let compute: Vec<OpId> = ["d2", "d1", "d0", "sl", "e0", "e1", "e2", "e3"]
+        .iter()
+        .map(|n| id(n))
+        .collect();
+    let mut streams = vec![(concerto_graph::Stream::Compute, compute)];
+    for (s, ops) in StreamPlan::program_order(&graph)
+        .unwrap()
+        .streams
+        .into_iter()
+        .skip(1)
+    {
+        let mut ops = ops;
+        ops.reverse();
+        streams.push((s, ops));
+    }
+    let plan = StreamPlan::new(&graph, streams).unwrap();
+    let (text, replay) = round_trip(&module, &graph, &plan);
+    assert_eq!(replay, run(&graph, &plan).makespan);
+    assert!(line_of(&text, "%d2 =") < line_of(&text, "%d1 ="));
+    assert!(line_of(&text, "%d1 =") < line_of(&text, "%d0 ="));
+    // The collectives of one channel in the plan's (reversed) order.
+    assert!(line_of(&text, "%cp =") < line_of(&text, "%a2a ="));
+    assert!(line_of(&text, "%ag =") < line_of(&text, "%ar ="));
+}
+
+#[test]
+fn loops_are_unrolled_with_the_import_names_and_fresh_channels() {
+    let (module, graph) = import(LOOP);
+    assert!(graph.find("loop.it2.ar").is_some());
+    let plan = lhs(&graph, &durations(&graph)).unwrap();
+    let (text, replay) = round_trip(&module, &graph, &plan);
+    assert_eq!(replay, run(&graph, &plan).makespan);
+    assert!(!text.contains(" while("), "{text}");
+    for it in 0..3 {
+        assert!(
+            text.contains(&format!(
+                "%loop.it{it}.ar = f32[32,32]{{1,0}} all-reduce-start(%loop.it{it}.mm)"
+            )),
+            "{text}"
+        );
+    }
+    // Iteration 0 reads the loop's operand, iteration k the root tuple of iteration k - 1.
+    assert!(text.contains("%loop.it0.w = f32[32,32]{1,0} get-tuple-element(%init), index=1"));
+    assert!(
+        text.contains("%loop.it1.w = f32[32,32]{1,0} get-tuple-element(%loop.it0.out), index=1")
+    );
+    assert!(text.contains("%res = f32[32,32]{1,0} get-tuple-element(%loop.it2.out), index=1"));
+    let channels: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains("all-reduce-start"))
+        .map(|l| {
+            l.split("channel_id=")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(channels, ["7", "8", "9"], "{text}");
+    // The body and condition stay, unused: the module still parses as a whole.
+    assert!(text.contains("%body (state: (s32[], f32[32,32])) -> (s32[], f32[32,32]) {"));
+}
+
+#[test]
+fn a_plan_for_another_graph_is_refused_with_both_fingerprints() {
+    let (module, graph) = import(STEP);
+    let (_, other) = import(LOOP);
+    let plan = program_order(&other).unwrap();
+    let timeline = run(&other, &plan);
+    let e = export(&module, &other, &plan, &timeline, &ImportOptions::default()).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, ExportError::OtherGraph { .. }), "{text}");
+    assert!(
+        text.contains(&format!("{:016x}", other.fingerprint())),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("{:016x}", graph.fingerprint())),
+        "{text}"
+    );
+    // Import options are part of the graph: 2 GPUs per node make other link classes.
+    let plan = program_order(&graph).unwrap();
+    let timeline = run(&graph, &plan);
+    let narrow = ImportOptions {
+        gpus_per_node: 2,
+        ..ImportOptions::default()
+    };
+    let e = export(&module, &graph, &plan, &timeline, &narrow).unwrap_err();
+    assert!(matches!(e, ExportError::OtherGraph { .. }), "{e}");
+}
+
+#[test]
+fn a_timeline_of_another_size_is_an_error() {
+    let (module, graph) = import(STEP);
+    let plan = program_order(&graph).unwrap();
+    let mut timeline = run(&graph, &plan);
+    timeline.start.pop();
+    let e = export(&module, &graph, &plan, &timeline, &ImportOptions::default()).unwrap_err();
+    assert!(e.to_string().contains("the timeline has"), "{e}");
+}
+
+#[test]
+fn check_export_finds_a_changed_dependency() {
+    let (module, graph) = import(STEP);
+    let plan = program_order(&graph).unwrap();
+    let timeline = run(&graph, &plan);
+    let out = export(&module, &graph, &plan, &timeline, &ImportOptions::default()).unwrap();
+    let broken = out.text.replace(
+        "%e0 = f32[64,64]{1,0} add(%ar.done, %d2)",
+        "%e0 = f32[64,64]{1,0} add(%d2, %d2)",
+    );
+    assert_ne!(broken, out.text);
+    let e = check_export(&broken, &graph, &ImportOptions::default()).unwrap_err();
+    assert!(
+        e.to_string().contains("op `e0`: dependencies differ"),
+        "{e}"
+    );
+}
