@@ -37,6 +37,14 @@ pub(crate) struct OptimizeArgs {
     /// fusion were kept), in the native JSON format.
     #[arg(long, value_name = "FILE")]
     pub(crate) graph_out: Option<PathBuf>,
+    /// Write the plan as a scheduled XLA HLO module (`is_scheduled=true`): the input module
+    /// (which must be HLO text) with its entry computation in the plan's order, collectives
+    /// as async start/done pairs and `while` loops unrolled. The written module is read back
+    /// and checked (same ops and dependencies; replayed in program order, the plan's makespan)
+    /// before it is written. The schedule-only (S) plan is written when the kept row rewrote
+    /// the graph (decomposition or fusion have no HLO form here).
+    #[arg(long, value_name = "FILE")]
+    pub(crate) emit_hlo: Option<PathBuf>,
     /// Re-simulate every plan with durations perturbed by up to +-PCT % (seeded).
     #[arg(long, value_name = "PCT")]
     pub(crate) noise: Option<f64>,
@@ -92,7 +100,14 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
     if let Some(path) = &args.graph_out {
         write_graph(path, kept_graph)?;
     }
+    let emitted = match &args.emit_hlo {
+        Some(path) => Some(emit_hlo(args, &r, path)?),
+        None => None,
+    };
     if args.json {
+        if let Some(line) = &emitted {
+            eprintln!("{line}");
+        }
         println!("{}", serde_json::to_string(&r.summary())?);
         return Ok(());
     }
@@ -256,6 +271,71 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
             ": the rewritten graph's plan"
         }
     );
+    if let Some(line) = &emitted {
+        println!("{line}");
+    }
     println!("time         {:.2} s", r.time.as_secs_f64());
     Ok(())
+}
+
+/// `--emit-hlo`: writes the S plan (or the kept one, when it is on the input graph) into the
+/// input module as a scheduled module, checked by [`export_checked`]; returns the line to
+/// print.
+///
+/// [`export_checked`]: concerto_extract::hlo::export_checked
+fn emit_hlo(
+    args: &OptimizeArgs,
+    r: &concerto_pipeline::Report,
+    path: &std::path::Path,
+) -> Result<String, Failure> {
+    use concerto_extract::hlo;
+    if !concerto_extract::read::is_hlo(&args.graph) {
+        return Err(anyhow::anyhow!(
+            "--emit-hlo needs an XLA HLO text module as input (`.hlo` or `.txt`), not {}",
+            args.graph.display()
+        )
+        .into());
+    }
+    let text = std::fs::read_to_string(&args.graph)
+        .with_context(|| format!("reading {}", args.graph.display()))?;
+    let module = hlo::parse(&text).with_context(|| format!("parsing {}", args.graph.display()))?;
+    let options = hlo::ImportOptions {
+        gpus_per_node: args.opts.gpus_per_node,
+        ..hlo::ImportOptions::default()
+    };
+    let (kept_graph, kept) = r.result();
+    let (graph, s, note) = if kept_graph.fingerprint() == r.graph.fingerprint() {
+        (kept_graph, kept, String::new())
+    } else {
+        (
+            &r.graph,
+            r.schedule.concerto(),
+            format!(
+                "; the kept {} plan rewrote the graph, so this is the S plan",
+                r.kept.as_str()
+            ),
+        )
+    };
+    let checked = hlo::export_checked(
+        &module,
+        graph,
+        &s.plan,
+        &s.timeline,
+        &r.schedule.durations,
+        r.schedule.contention,
+        &options,
+    )
+    .with_context(|| format!("writing the plan into {}", args.graph.display()))?;
+    write(path, &checked.exported.text)?;
+    let e = &checked.exported;
+    Ok(format!(
+        "hlo          wrote {} ({} entry instructions, {} async collective pairs, {} loop iterations unrolled); read back: same {} ops and dependencies, replayed in program order {} ms = the plan's {} ms{note}",
+        path.display(),
+        e.entry_instructions,
+        e.async_pairs,
+        e.unrolled_iterations,
+        graph.len(),
+        ms(checked.replay.makespan),
+        ms(checked.plan_ns),
+    ))
 }

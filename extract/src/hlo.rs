@@ -6,7 +6,9 @@ pub mod lower;
 mod parse;
 
 pub use ast::{Attribute, Computation, Instruction, Module, Pos, ReplicaGroups, Shape};
-pub use export::{check_export, export, ExportError, Exported};
+pub use export::{
+    check_export, export, export_checked, replay, Checked, ExportError, Exported, REPLAY_TOLERANCE,
+};
 pub use lower::{lower, ImportOptions, ImportReport};
 pub use parse::parse;
 

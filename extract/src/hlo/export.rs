@@ -809,3 +809,48 @@ pub fn replay(
     let plan = StreamPlan::program_order(back).map_err(|e| mismatch(e.to_string()))?;
     concerto_graph::simulate(back, &plan, &mapped, contention).map_err(|e| mismatch(e.to_string()))
 }
+
+/// A module written and checked by [`export_checked`].
+#[derive(Clone, Debug)]
+pub struct Checked {
+    /// The module.
+    pub exported: Exported,
+    /// Its replay in program order ([`replay`]).
+    pub replay: Timeline,
+    /// The plan's simulated makespan (ns).
+    pub plan_ns: u64,
+}
+
+/// Largest relative difference between the replayed and the plan's makespan that
+/// [`export_checked`] accepts.
+pub const REPLAY_TOLERANCE: f64 = 0.001;
+
+/// [`export`], then [`check_export`] and [`replay`] with the plan's contention-free
+/// `durations` and `contention`: the written module imports to the same ops and dependencies,
+/// and replayed in program order its makespan is within [`REPLAY_TOLERANCE`] of `timeline`'s
+/// (it is the same when the simulator's orders are the plan's). This is what `concerto
+/// optimize --emit-hlo` runs. Cost: one export, one parse and import, one simulation.
+pub fn export_checked(
+    module: &Module,
+    graph: &Graph,
+    plan: &StreamPlan,
+    timeline: &Timeline,
+    durations: &[u64],
+    contention: f64,
+    options: &ImportOptions,
+) -> Result<Checked, ExportError> {
+    let exported = export(module, graph, plan, timeline, options)?;
+    let back = check_export(&exported.text, graph, options)?;
+    let replay = replay(&back, graph, durations, contention)?;
+    let (got, want) = (replay.makespan, timeline.makespan);
+    if (got as f64 - want as f64).abs() > REPLAY_TOLERANCE * want.max(1) as f64 {
+        return Err(ExportError::Mismatch(format!(
+            "replayed in program order the written module takes {got} ns, the plan {want} ns"
+        )));
+    }
+    Ok(Checked {
+        exported,
+        replay,
+        plan_ns: want,
+    })
+}

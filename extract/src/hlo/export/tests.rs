@@ -299,3 +299,14 @@ fn check_export_finds_a_changed_dependency() {
         "{e}"
     );
 }
+
+#[test]
+fn a_plan_without_an_op_names_the_op() {
+    let (module, graph) = import(STEP);
+    let mut plan = program_order(&graph).unwrap();
+    let timeline = run(&graph, &plan);
+    let dropped = plan.streams[0].1.remove(2);
+    let e = export(&module, &graph, &plan, &timeline, &ImportOptions::default()).unwrap_err();
+    assert!(matches!(e, ExportError::Plan { .. }), "{e}");
+    assert!(e.to_string().contains(&graph.op(dropped).name), "{e}");
+}
