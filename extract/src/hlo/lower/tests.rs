@@ -159,8 +159,44 @@ fn replica_groups_decide_group_size_and_link_class() {
             ..
         }
     ));
+    // The mesh form: a 2x8 mesh, groups along `y` stay in a node, along `x` they cross.
+    assert!(matches!(
+        kind("mesh['x'=2,'y'=8] {'y'}"),
+        OpKind::Collective {
+            group: 8,
+            link: LinkClass::IntraNode,
+            ..
+        }
+    ));
+    assert!(matches!(
+        kind("mesh['x'=2,'y'=8] {'x'}"),
+        OpKind::Collective {
+            group: 2,
+            link: LinkClass::InterNode,
+            ..
+        }
+    ));
+    assert!(matches!(
+        kind("mesh['x'=2,'y'=8], device_ids=([8,2]T(1,0)) {'y'}"),
+        OpKind::Collective {
+            group: 8,
+            link: LinkClass::InterNode,
+            ..
+        }
+    ));
     // A group of one moves nothing.
     assert_eq!(import(&text("{{0},{1}}")).0.len(), 0);
+    assert_eq!(import(&text("mesh['x'=8,'y'=1] {'y'}")).0.len(), 0);
+    assert_eq!(import(&text("maximal_mesh[device_id=0] {}")).0.len(), 0);
+    // A malformed mesh form is an error at the attribute.
+    let m = parse(&text("mesh['x'=2,'y'=8] {'z'}")).unwrap();
+    let e = lower(&m, &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("line 5, column ") && e.contains("'z' is not an axis"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -243,4 +279,143 @@ ENTRY %main (p: s32[]) -> s32[] {
     let m = parse(text).unwrap();
     let e = lower(&m, &ImportOptions::default()).unwrap_err();
     assert!(e.to_string().contains("more than 64 deep"), "{e}");
+}
+
+/// A collective op: name, kind, bytes, group size and link class.
+type Collective = (String, CollectiveKind, u64, u32, LinkClass);
+
+/// The collectives of a graph, by name.
+fn collectives(g: &Graph) -> Vec<Collective> {
+    let mut out: Vec<_> = g
+        .ops()
+        .filter_map(|o| match o.kind {
+            OpKind::Collective {
+                kind,
+                bytes,
+                group,
+                link,
+            } => Some((o.name.clone(), kind, bytes, group, link)),
+            _ => None,
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// Every real jax 0.10 dump of `fixtures/hlo` (see its README) imports through
+/// [`crate::read_graph`] with the collectives its text has: one op per collective instruction
+/// (three per loop body's one in `scan`, whose loop runs 3 times), group sizes from the mesh,
+/// iota and list forms, and link classes that tell the groups apart (4 GPUs per node, so a
+/// group within devices 0-3 or 4-7 is intra-node). The `.opt` modules are scheduled and fused.
+#[test]
+fn real_jax_dumps_import_with_their_collectives() {
+    use CollectiveKind::{AllGather, AllReduce};
+    use LinkClass::{InterNode as Inter, IntraNode as Intra};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/hlo");
+    let loop_ar = |l: &str, k: u32| (format!("{l}.it{k}.all-reduce"), AllReduce, 1024, 8, Inter);
+    let expected: Vec<(&str, Vec<Collective>)> = vec![
+        (
+            "dp.spmd",
+            vec![
+                ("all-reduce".into(), AllReduce, 2048, 8, Inter),
+                ("all-reduce.1".into(), AllReduce, 2048, 8, Inter),
+            ],
+        ),
+        // Both gradients in one tuple all-reduce.
+        (
+            "dp.opt",
+            vec![("all-reduce.2".into(), AllReduce, 4096, 8, Inter)],
+        ),
+        (
+            "tp.spmd",
+            vec![
+                // `[2,4]<=[8]`: over `model`, devices 0-3 and 4-7.
+                ("all-reduce".into(), AllReduce, 2048, 4, Intra),
+                // `{{0,4},{1,5},{2,6},{3,7}}`: over `data`.
+                ("all-reduce.1".into(), AllReduce, 512, 2, Inter),
+                ("all-reduce.2".into(), AllReduce, 512, 2, Inter),
+            ],
+        ),
+        (
+            "tp.opt",
+            vec![
+                ("all-reduce".into(), AllReduce, 2048, 4, Intra),
+                ("all-reduce.3".into(), AllReduce, 1024, 2, Inter),
+            ],
+        ),
+        (
+            "fsdp.spmd",
+            vec![
+                ("all-gather".into(), AllGather, 2048, 8, Inter),
+                ("all-gather.1".into(), AllGather, 2048, 8, Inter),
+                ("all-reduce".into(), AllReduce, 2048, 8, Inter),
+                ("all-reduce.1".into(), AllReduce, 2048, 8, Inter),
+            ],
+        ),
+        (
+            "fsdp.opt",
+            vec![
+                ("all-gather".into(), AllGather, 2048, 8, Inter),
+                ("all-gather.1".into(), AllGather, 2048, 8, Inter),
+                ("all-reduce.2".into(), AllReduce, 4096, 8, Inter),
+            ],
+        ),
+        (
+            "scan.spmd",
+            (0..3).map(|k| loop_ar("while.25", k)).collect(),
+        ),
+        (
+            "scan.opt",
+            (0..3)
+                .map(|k| {
+                    let (_, kind, bytes, group, link) = loop_ar("", k);
+                    (
+                        format!("while.29.it{k}.all-reduce.4"),
+                        kind,
+                        bytes,
+                        group,
+                        link,
+                    )
+                })
+                .collect(),
+        ),
+        // `device_ids=([2,4]T(1,0))`: over `axis_0` the groups are devices 0-3 and 4-7 (an
+        // iota mesh would give {0,2,4,6}, across nodes), over `axis_1` {0,4}, {1,5}, ...
+        (
+            "transposed.spmd",
+            vec![
+                ("all-reduce".into(), AllReduce, 16, 4, Intra),
+                ("all-reduce.1".into(), AllReduce, 8, 2, Inter),
+            ],
+        ),
+        (
+            "transposed.opt",
+            vec![
+                ("all-reduce".into(), AllReduce, 16, 4, Intra),
+                ("all-reduce.1".into(), AllReduce, 8, 2, Inter),
+            ],
+        ),
+    ];
+    let options = ImportOptions {
+        gpus_per_node: 4,
+        ..ImportOptions::default()
+    };
+    for (name, want) in expected {
+        let path = dir.join(format!("{name}.hlo"));
+        let (g, warnings) =
+            crate::read_graph(&path, &options).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert!(warnings.is_empty(), "{name}: {warnings:?}");
+        assert_eq!(collectives(&g), want, "{name}");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let m = parse(&text).unwrap();
+        let scheduled = m.attributes.iter().any(|a| a.name == "is_scheduled");
+        let fusions = m.entry().instructions.iter().any(|i| i.opcode == "fusion");
+        let mesh = text.contains("replica_groups=mesh[");
+        assert_eq!(
+            (scheduled, fusions),
+            (name.ends_with(".opt"), name.ends_with(".opt")),
+            "{name}"
+        );
+        assert_eq!(mesh, !name.starts_with("tp."), "{name}");
+    }
 }

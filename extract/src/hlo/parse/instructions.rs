@@ -24,7 +24,10 @@ impl<'a> Parser<'a> {
         self.at += 1;
         self.skip_inline()?;
         let from = self.at;
-        let to = self.balanced(None)?;
+        let to = match self.mesh_value_end()? {
+            Some(end) => end,
+            None => self.balanced(None)?,
+        };
         let value = self.slice(from, to).trim_end();
         if value.is_empty() {
             let what = format!("a value for attribute `{name}`");

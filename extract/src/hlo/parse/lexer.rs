@@ -264,6 +264,117 @@ impl<'a> Parser<'a> {
         Ok(i)
     }
 
+    /// The end of the mesh form of replica groups when one starts at the cursor
+    /// (`mesh['x'=2,'y'=4] {'y'}`, `mesh['a'=4], device_ids=(3,1,0,2) {'a':(1)2}`,
+    /// `maximal_mesh[device_id=0] {}`), without moving the cursor; `None` when the text there
+    /// is not `mesh[` or `maximal_mesh[`. It is the one attribute value with whitespace and a
+    /// comma outside brackets: the value runs through the `{...}` axis list that follows the
+    /// mesh (after optional whitespace, newlines included, as XLA's lexer skips them), or
+    /// ends after the mesh when no `{` follows (the accessor then reports it). Quotes `'` and
+    /// `"` delimit names inside.
+    pub(super) fn mesh_value_end(&mut self) -> PResult<Option<usize>> {
+        let word = self.word_at(self.at);
+        let open = self.at + word.len();
+        if !matches!(word, "mesh" | "maximal_mesh") || self.byte(open) != Some(b'[') {
+            return Ok(None);
+        }
+        let is_space = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
+        let mut end = self.quoted_bracket_end(open)?;
+        // `, device_ids=(...)`, detected by lookahead as XLA's `ParseMesh` does.
+        let comma = self.run(end, is_space);
+        if word == "mesh" && self.byte(comma) == Some(b',') {
+            let key = self.run(comma + 1, is_space);
+            if self.word_at(key) == "device_ids" {
+                let eq = self.run(key + "device_ids".len(), is_space);
+                let paren = self.run(eq + 1, is_space);
+                if self.byte(eq) == Some(b'=') && self.byte(paren) == Some(b'(') {
+                    end = self.quoted_bracket_end(paren)?;
+                }
+            }
+        }
+        let brace = self.run(end, is_space);
+        if self.byte(brace) == Some(b'{') {
+            end = self.quoted_bracket_end(brace)?;
+        }
+        Ok(Some(end))
+    }
+
+    /// The offset after the bracket that closes the one at `open`, with `'...'` and `"..."`
+    /// quotes skipped (a backslash escapes the next character). A bracket closed on a later
+    /// line becomes the computation's multiline hint, as in [`Parser::balanced`].
+    fn quoted_bracket_end(&mut self, open: usize) -> PResult<usize> {
+        let mut stack: Vec<(u8, usize)> = Vec::new();
+        let mut i = open;
+        while let Some(c) = self.byte(i) {
+            match c {
+                b'\'' | b'"' => {
+                    let mut j = i + 1;
+                    loop {
+                        match self.byte(j) {
+                            Some(b'\\') => j += 2,
+                            Some(q) if q == c => break,
+                            Some(_) => j += 1,
+                            None => {
+                                let q = char::from(c);
+                                return Err(self.error(
+                                    i,
+                                    format!("unterminated name: `{q}` without a closing `{q}`"),
+                                ));
+                            }
+                        }
+                    }
+                    i = j + 1;
+                }
+                b'{' | b'[' | b'(' => {
+                    if stack.len() >= MAX_DEPTH {
+                        return Err(self
+                            .error(i, format!("brackets nested deeper than {MAX_DEPTH} levels")));
+                    }
+                    stack.push((closer(c), i));
+                    i += 1;
+                }
+                b'}' | b']' | b')' => {
+                    let Some((want, at)) = stack.pop() else {
+                        break;
+                    };
+                    if want != c {
+                        let p = self.pos(at);
+                        let opener = self.byte(at).map_or('?', char::from);
+                        return Err(self.error(
+                            i,
+                            format!(
+                                "mismatched `{}`: expected `{}` to close the `{opener}` at line \
+                                 {}, column {}",
+                                char::from(c),
+                                char::from(want),
+                                p.line,
+                                p.column
+                            ),
+                        ));
+                    }
+                    i += 1;
+                    if stack.is_empty() {
+                        let spans_lines = self.slice(open, i).contains('\n');
+                        if spans_lines && self.multiline.is_none() {
+                            // The likely culprit if the computation is not closed.
+                            self.multiline = Some(open);
+                        }
+                        return Ok(i);
+                    }
+                }
+                _ => i += 1,
+            }
+        }
+        let opener = self.byte(open).map_or('?', char::from);
+        Err(self.error(
+            open,
+            format!(
+                "unbalanced `{opener}`: no matching `{}` before the end of input",
+                char::from(closer(self.byte(open).unwrap_or(b'(')))
+            ),
+        ))
+    }
+
     // ---------------------------------------------------------------- tokens
 
     /// A name, `%name` or `name`, returned without `%`. `what` describes it in errors.

@@ -781,3 +781,111 @@ fn real_module() {
     assert_eq!(module.name, "jit_train_step");
     assert!(module.entry().instructions.len() > 10_000);
 }
+
+/// The mesh form of replica groups that jax 0.10 writes (`fixtures/hlo/`): the value runs
+/// through the axis list, `device_ids=` included, and is kept as written.
+#[test]
+fn mesh_replica_groups() {
+    let text = "HloModule m, num_partitions=8\n\n%add (x: f32[], y: f32[]) -> f32[] {\n  %x = f32[] parameter(0)\n  %y = f32[] parameter(1)\n  ROOT %s = f32[] add(%x, %y)\n}\n\nENTRY %e (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n  %a = f32[4]{0} all-reduce(%p), channel_id=1, replica_groups=mesh['axis_0'=8,'axis_1'=1] {'axis_0'}, use_global_device_ids=true, to_apply=%add, metadata={op_name=\"jit(step)/psum\" stack_frame_id=4}\n  %b = f32[4]{0} all-reduce(%a), channel_id=2, replica_groups=mesh['axis_0'=4,'axis_1'=2], device_ids=([2,4]T(1,0)) {'axis_1'}, use_global_device_ids=true, to_apply=%add\n  %c = f32[4]{0} all-reduce(%b), replica_groups=mesh['a'=2,'b'=4]\n    {'b':(1)2}, to_apply=%add\n  ROOT %d = f32[4]{0} all-reduce(%c), replica_groups=maximal_mesh[device_id=3] {}, to_apply=%add\n}\n";
+    let m = ok(text);
+    let e = m.entry();
+    let value = |k: usize| e.instructions[k].attribute("replica_groups").unwrap();
+    assert_eq!(value(1).value, "mesh['axis_0'=8,'axis_1'=1] {'axis_0'}");
+    assert_eq!(
+        value(1).pos,
+        Pos {
+            line: 11,
+            column: 63
+        }
+    );
+    assert_eq!(
+        value(2).value,
+        "mesh['axis_0'=4,'axis_1'=2], device_ids=([2,4]T(1,0)) {'axis_1'}"
+    );
+    assert_eq!(value(3).value, "mesh['a'=2,'b'=4]\n    {'b':(1)2}");
+    assert_eq!(value(4).value, "maximal_mesh[device_id=3] {}");
+    // The attributes after the value are read as usual.
+    let names: Vec<&str> = e.instructions[1]
+        .attributes
+        .iter()
+        .map(|a| a.name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "channel_id",
+            "replica_groups",
+            "use_global_device_ids",
+            "to_apply",
+            "metadata"
+        ]
+    );
+    assert_eq!(
+        e.instructions[2].attribute("to_apply").unwrap().value,
+        "%add"
+    );
+    let groups = |k: usize| value(k).replica_groups().unwrap().expand();
+    assert_eq!(groups(1), [(0..8).collect::<Vec<u64>>()]);
+    // device_ids = iota(8).reshape(2,4).transpose(1,0): rows (0,4), (1,5), (2,6), (3,7).
+    assert_eq!(groups(2), [[0, 4], [1, 5], [2, 6], [3, 7]]);
+    assert_eq!(groups(3), [[0, 2], [1, 3], [4, 6], [5, 7]]);
+    assert_eq!(groups(4), [[3]]);
+    assert!(matches!(
+        value(1).replica_groups().unwrap(),
+        ReplicaGroups::Mesh { ref axes, devices: None, ref over }
+            if axes.len() == 2 && over.len() == 1
+    ));
+}
+
+#[test]
+fn malformed_mesh_replica_groups() {
+    let module = |groups: &str| {
+        format!("HloModule m\n\nENTRY %e (p: f32[4]) -> f32[4] {{\n  ROOT %a = f32[4]{{0}} all-reduce(%p), replica_groups={groups}, to_apply=%add\n}}\n")
+    };
+    // An unterminated axis name, or an axis list that is not closed, is a syntax error at
+    // its quote or bracket.
+    for (groups, line, column, message) in [
+        (
+            "mesh['axis_0=8] {'axis_0'}",
+            4,
+            78,
+            "unterminated name: `'`",
+        ),
+        ("mesh['x'=8] {'x}", 4, 67, "unterminated name"),
+        ("mesh['x'=8] {'x']", 4, 70, "mismatched `]`"),
+        (
+            "mesh['x'=8], device_ids=(0,1 {'x'}",
+            5,
+            1,
+            "to close the `(` at line 4",
+        ),
+        // The axis list swallows the computation's `}`: the hint names the value.
+        (
+            "mesh['x'=8] {'x'",
+            4,
+            66,
+            "unbalanced `{`: this value runs on",
+        ),
+    ] {
+        fails(&module(groups), line, column, message);
+    }
+    // Without an axis list, the value ends after the mesh: the accessor says what is missing,
+    // at the value's line and column.
+    let m = ok(&module("mesh['x'=8]"));
+    let a = m.entry().instructions[0]
+        .attribute("replica_groups")
+        .unwrap();
+    assert_eq!(a.value, "mesh['x'=8]");
+    let e = a.replica_groups().unwrap_err().to_string();
+    assert!(
+        e.starts_with("line 4, column 54:") && e.contains("expected `{`"),
+        "{e}"
+    );
+    // `mesh` not followed by `[` is an ordinary value.
+    let m = ok(&module("mesh"));
+    let a = m.entry().instructions[0]
+        .attribute("replica_groups")
+        .unwrap();
+    assert_eq!(a.value, "mesh");
+    assert!(a.replica_groups().is_err());
+}
