@@ -21,10 +21,12 @@
 //!   dots and convolutions (recursively), the bytes of the op's operands and result (a
 //!   fusion keeps intermediates on chip; a call is charged each inner op's bytes), a GEMM when
 //!   it contains a dot.
-//! - **`while`**: unrolled when its trip count is known, from `backend_config`'s
-//!   `known_trip_count` or from the loop pattern (the condition compares a tuple element that
-//!   starts at constant 0 against a constant with `LT`, and the body adds 1 to it); otherwise
-//!   an error that says so. **`conditional`**: one op costed as its most expensive branch.
+//! - **`while`**: unrolled when its trip count is known, from
+//!   [`ImportOptions::trip_counts`], `backend_config`'s `known_trip_count` or the loop
+//!   pattern (the condition compares a tuple element that starts at constant 0 against a
+//!   constant with `LT`, and the body adds 1 to it); otherwise an error that names the loop
+//!   and says to give its count (`--trip-count NAME=N`). **`conditional`**: one op costed as
+//!   its most expensive branch.
 //! - **Elementwise** and **data movement** opcodes: memory-bound ops of their operand and
 //!   result bytes. **`custom-call`**: attention kernels (target containing `attn` or
 //!   `attention`) as attention of `4 b s^2 h d` flops (backward 2.5x), others memory-bound.
@@ -58,6 +60,11 @@ pub struct ImportOptions {
     pub devices: u32,
     /// Most instructions an unrolled `while` may add before it is an error.
     pub max_unrolled: usize,
+    /// Trip counts of `while` loops by instruction name (without `%`), for loops whose count
+    /// the module does not give (a decode loop, say); a count here also wins over the
+    /// loop's `backend_config`. The name applies to every `while` of that name in any
+    /// computation; a name that is no `while` of the module is an error.
+    pub trip_counts: BTreeMap<String, u64>,
 }
 
 impl Default for ImportOptions {
@@ -66,6 +73,7 @@ impl Default for ImportOptions {
             gpus_per_node: 8,
             devices: 8,
             max_unrolled: 2_000_000,
+            trip_counts: BTreeMap::new(),
         }
     }
 }
@@ -146,6 +154,7 @@ pub fn lower(module: &Module, options: &ImportOptions) -> Result<(Graph, ImportR
         .map(|v| v.max(1) as u32)
         .max()
         .unwrap_or(options.devices);
+    unroll::check_trip_counts(module, options)?;
     let mut l = Lowerer {
         module,
         options,

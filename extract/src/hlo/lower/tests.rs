@@ -114,9 +114,44 @@ ENTRY %main (p: f32[8]) -> (s32[], f32[8]) {
         "%k = s32[] get-tuple-element(%s), index=0",
     );
     let m = parse(&unknown).unwrap();
-    let e = lower(&m, &ImportOptions::default()).unwrap_err();
-    assert!(e.to_string().contains("known trip count"), "{e}");
-    assert!(e.to_string().contains("`loop`"), "{e}");
+    let e = lower(&m, &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("line 31, instruction `loop`: while loop `%loop` has no known trip count"),
+        "{e}"
+    );
+    assert!(e.contains("`--trip-count loop=N`"), "{e}");
+    // The count given by name unrolls it.
+    let with = |counts: &[(&str, u64)]| ImportOptions {
+        trip_counts: counts.iter().map(|&(n, k)| (n.to_string(), k)).collect(),
+        ..ImportOptions::default()
+    };
+    let (g3, _) = lower(&m, &with(&[("loop", 2)])).unwrap();
+    assert_eq!(g3.len(), 6);
+    assert!(g3.find("loop.it1.ar").is_some() && g3.find("loop.it2.ar").is_none());
+    // Zero iterations: the loop passes its state through.
+    assert_eq!(lower(&m, &with(&[("loop", 0)])).unwrap().0.len(), 0);
+    // A given count wins over backend_config's.
+    let m = parse(&known).unwrap();
+    assert_eq!(lower(&m, &with(&[("loop", 1)])).unwrap().0.len(), 3);
+    // A name that is no while loop of the module is an error naming it.
+    let e = lower(&m, &with(&[("loop", 1), ("decode", 4)]))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(
+            "instruction `decode`: a trip count is given for `%decode`, which is no \
+                    instruction of the module (its while loops: `%loop`)"
+        ),
+        "{e}"
+    );
+    let e = lower(&m, &with(&[("ar", 4)])).unwrap_err().to_string();
+    assert!(
+        e.starts_with("line 9, instruction `ar`:")
+            && e.contains("which is `all-reduce`, not `while`"),
+        "{e}"
+    );
 }
 
 #[test]

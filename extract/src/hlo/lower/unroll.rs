@@ -1,7 +1,9 @@
-//! `while` loops: unrolled when the trip count is known, from `backend_config` or from the
-//! loop pattern.
+//! `while` loops: unrolled when the trip count is known, from the options
+//! ([`ImportOptions::trip_counts`]), from `backend_config` or from the loop pattern.
 
-use super::{Deps, Lowerer};
+use std::collections::BTreeSet;
+
+use super::{Deps, ImportOptions, Lowerer};
 use crate::hlo::ast::{Computation, Instruction, Module};
 use crate::hlo::HloError;
 
@@ -17,8 +19,12 @@ impl<'m> Lowerer<'m> {
         let n = trip_count(self.module, self.options, i, cond, body).ok_or_else(|| {
             self.error(
                 i,
-                "while loop without a known trip count (no backend_config \
-                 known_trip_count and no `i < N` counter pattern); unroll it before export",
+                format!(
+                    "while loop `%{0}` has no known trip count (no backend_config \
+                     known_trip_count and no `i < N` counter pattern): give it with \
+                     `--trip-count {0}=N` (ImportOptions::trip_counts)",
+                    i.name
+                ),
             )
         })?;
         let per_iter = body.instructions.len().max(1);
@@ -55,17 +61,62 @@ impl<'m> Lowerer<'m> {
     }
 }
 
-/// The trip count of `while` loop `i` (condition `cond`, body `body`): from `backend_config`'s
-/// `known_trip_count`, else from the `i < N` counter pattern; `None` when neither gives one.
+/// The trip count of `while` loop `i` (condition `cond`, body `body`): from
+/// [`ImportOptions::trip_counts`] by the loop's name, else from `backend_config`'s
+/// `known_trip_count`, else from the `i < N` counter pattern; `None` when none gives one.
 /// The exporter ([`crate::hlo::export`]) unrolls with the same count as the import.
 pub(crate) fn trip_count(
     module: &Module,
-    _options: &super::ImportOptions,
+    options: &ImportOptions,
     i: &Instruction,
     cond: &Computation,
     body: &Computation,
 ) -> Option<u64> {
-    known_trip_count(i).or_else(|| loop_pattern_trip_count(module, i, cond, body))
+    options
+        .trip_counts
+        .get(&i.name)
+        .copied()
+        .or_else(|| known_trip_count(i))
+        .or_else(|| loop_pattern_trip_count(module, i, cond, body))
+}
+
+/// Checks that every name of [`ImportOptions::trip_counts`] is a `while` instruction of
+/// `module` (in any computation); the error names the first that is not, and lists the
+/// module's loops. O(instructions).
+pub(crate) fn check_trip_counts(module: &Module, options: &ImportOptions) -> Result<(), HloError> {
+    if options.trip_counts.is_empty() {
+        return Ok(());
+    }
+    let all = || module.computations.iter().flat_map(|c| &c.instructions);
+    let loops: BTreeSet<&str> = all()
+        .filter(|i| i.opcode == "while")
+        .map(|i| i.name.as_str())
+        .collect();
+    let Some(name) = options
+        .trip_counts
+        .keys()
+        .find(|n| !loops.contains(n.as_str()))
+    else {
+        return Ok(());
+    };
+    let listed: Vec<String> = loops.iter().take(10).map(|l| format!("`%{l}`")).collect();
+    let known = match loops.len() {
+        0 => "it has no while loop".to_string(),
+        n if n > listed.len() => format!("its while loops: {}, ...", listed.join(", ")),
+        _ => format!("its while loops: {}", listed.join(", ")),
+    };
+    let (line, what) = match all().find(|i| i.name == *name) {
+        Some(i) => (i.pos.line, format!("`{}`, not `while`", i.opcode)),
+        None => (
+            module.entry().pos.line,
+            "no instruction of the module".to_string(),
+        ),
+    };
+    Err(HloError::Lowering {
+        line,
+        instruction: name.clone(),
+        message: format!("a trip count is given for `%{name}`, which is {what} ({known})"),
+    })
 }
 
 /// The trip count `backend_config` states (`known_trip_count`), if any.
