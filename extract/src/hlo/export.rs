@@ -27,6 +27,9 @@
 //!   `get-tuple-element`, bitcasts, every `-done`, and anything else that is not an op of the
 //!   graph) placed just before their first user, so that none of them forces a collective's
 //!   done earlier than a consumer needs it; what nothing uses comes before the root;
+//! - **`call`s inlined**, as the import inlines them (and XLA's `CallInliner` before it
+//!   schedules): the callee's instructions named `<call>.in.<name>`, reading the call's
+//!   operands where the callee reads its parameters;
 //! - **`while` loops unrolled**, exactly as the import unrolled them: an XLA loop body has one
 //!   schedule for every iteration, while Concerto's plan orders each iteration's ops on its
 //!   own (a gradient reduction of layer `k` overlaps the backward pass of layer `k - 1`, across
@@ -285,6 +288,8 @@ struct Expander<'m> {
     index: BTreeMap<String, usize>,
     /// The written instruction of each graph op.
     by_op: Vec<Option<usize>>,
+    /// Each graph op by name.
+    ops: BTreeMap<&'m str, OpId>,
     /// Result shape text of each written name.
     shapes: BTreeMap<String, String>,
     next_channel: u64,
@@ -312,6 +317,7 @@ impl<'m> Expander<'m> {
             insts: Vec::new(),
             index: BTreeMap::new(),
             by_op: vec![None; graph.len()],
+            ops: by_name(graph),
             shapes: BTreeMap::new(),
             next_channel,
             iterations: 0,
@@ -345,17 +351,18 @@ impl<'m> Expander<'m> {
         self.insts.push(inst);
     }
 
-    /// Adds `comp`'s instructions with names prefixed by `prefix`; in a loop body, `param` is
-    /// the written name of the value its parameter reads. Returns the root's written name.
+    /// Adds `comp`'s instructions with names prefixed by `prefix`; in a loop body or an inlined
+    /// call, `params[k]` is the written name of the value its parameter `k` reads. Returns the
+    /// root's written name.
     fn expand(
         &mut self,
         comp: &'m Computation,
         prefix: &str,
-        param: Option<&str>,
+        params: Option<&[String]>,
     ) -> Result<String, ExportError> {
         // Names read in this computation -> written names.
         let mut names: BTreeMap<&'m str, String> = BTreeMap::new();
-        let iteration = param.is_some();
+        let iteration = params.is_some();
         for (k, i) in comp.instructions.iter().enumerate() {
             let rename = |names: &BTreeMap<&str, String>, o: &str| -> Result<String, ExportError> {
                 names.get(o).cloned().ok_or_else(|| {
@@ -374,8 +381,31 @@ impl<'m> Expander<'m> {
                     .collect::<Result<Vec<_>, _>>()?,
                 None => Vec::new(),
             };
-            if let (Some(p), "parameter") = (param, i.opcode.as_str()) {
-                names.insert(&i.name, p.to_string());
+            if let (Some(params), "parameter") = (params, i.opcode.as_str()) {
+                let k: usize = i
+                    .literal
+                    .as_deref()
+                    .and_then(|l| l.trim().parse().ok())
+                    .ok_or_else(|| Self::unsupported(i, "a parameter needs its number"))?;
+                let value = params.get(k).ok_or_else(|| {
+                    Self::unsupported(i, format!("parameter {k} of {} operands", params.len()))
+                })?;
+                names.insert(&i.name, value.clone());
+                continue;
+            }
+            if i.opcode == "call" {
+                let callee = self.called(i, "to_apply")?;
+                if self.depth >= 64 {
+                    return Err(Self::unsupported(
+                        i,
+                        "calls and loops nest more than 64 deep",
+                    ));
+                }
+                self.depth += 1;
+                let p = format!("{prefix}{}.in.", i.name);
+                let value = self.expand(callee, &p, Some(&operands));
+                self.depth -= 1;
+                names.insert(&i.name, value?);
                 continue;
             }
             if i.opcode == "while" {
@@ -395,7 +425,7 @@ impl<'m> Expander<'m> {
                 for it in 0..n {
                     let p = format!("{prefix}{}.it{it}.", i.name);
                     self.copies += usize::from(it > 0);
-                    let next = self.expand(body, &p, Some(&state));
+                    let next = self.expand(body, &p, Some(std::slice::from_ref(&state)));
                     self.copies -= usize::from(it > 0);
                     state = next?;
                     self.iterations += 1;
@@ -405,7 +435,7 @@ impl<'m> Expander<'m> {
                 continue;
             }
             let name = self.claim(i, format!("{prefix}{}", i.name))?;
-            let op = self.graph.find(&name);
+            let op = self.ops.get(name.as_str()).copied();
             let channel = (self.copies > 0 && i.attribute("channel_id").is_some()).then(|| {
                 self.next_channel += 1;
                 self.next_channel - 1
@@ -544,6 +574,14 @@ impl<'m> Expander<'m> {
         place(root, &mut placed, &mut sequence, true)?;
         Ok(sequence)
     }
+}
+
+/// Every op of `graph` by name. O(ops log ops).
+fn by_name(graph: &Graph) -> BTreeMap<&str, OpId> {
+    graph
+        .ids()
+        .map(|o| (graph.op(o).name.as_str(), o))
+        .collect()
 }
 
 /// The names in a `control-predecessors={%a, %b}` value.
@@ -739,12 +777,13 @@ pub fn check_export(
             graph.len()
         ));
     }
+    let index = by_name(&back);
     let names = |g: &Graph, ops: &[OpId]| -> BTreeSet<String> {
         ops.iter().map(|o| g.op(*o).name.clone()).collect()
     };
     for o in graph.ids() {
         let op = graph.op(o);
-        let Some(b) = back.find(&op.name) else {
+        let Some(&b) = index.get(op.name.as_str()) else {
             return mismatch(format!("op `{}` is not in the written module", op.name));
         };
         let written = back.op(b);
@@ -796,12 +835,13 @@ pub fn replay(
             graph.len()
         )));
     }
+    let index = by_name(graph);
     let mapped = back
         .ids()
         .map(|b| {
             let name = &back.op(b).name;
-            graph
-                .find(name)
+            index
+                .get(name.as_str())
                 .map(|o| durations[o.0])
                 .ok_or_else(|| mismatch(format!("op `{name}` is not in the plan's graph")))
         })

@@ -17,11 +17,14 @@
 //! - **`dot`**: a GEMM of `2 * result elements * contracted size` flops with its (b, m, n, k)
 //!   from the batch and contracting dimensions; **`convolution`**: `2 * output elements *
 //!   kernel elements / output features` flops.
-//! - **`fusion`** and **`call`**: one op costed from the called computation: the flops of its
-//!   dots and convolutions (recursively), the bytes of the op's operands and result (a
-//!   fusion keeps intermediates on chip; a call is charged each inner op's bytes), a GEMM when
-//!   it contains a dot.
-//! - **`while`**: unrolled when its trip count is known, from
+//! - **`fusion`**: one op costed from the called computation: the flops of its dots and
+//!   convolutions (recursively), the bytes of the op's operands and result (a fusion keeps
+//!   intermediates on chip), a GEMM when it contains a dot.
+//! - **`call`**: inlined, as XLA's `CallInliner` does before it schedules: the callee's
+//!   instructions become ops named `<call>.in.<name>` (a `shard_map` step holds all its
+//!   collectives in one called computation).
+//! - **`while`**: unrolled (iteration `k` of loop `%w` gives ops named `w.itk.<name>`) when
+//!   its trip count is known, from
 //!   [`ImportOptions::trip_counts`], `backend_config`'s `known_trip_count` or the loop
 //!   pattern (the condition compares a tuple element that starts at constant 0 against a
 //!   constant with `LT`, and the body adds 1 to it); otherwise an error that names the loop
@@ -238,6 +241,22 @@ impl<'m> Lowerer<'m> {
                 self.collective(i, kind, deps, prefix)?
             } else if op == "while" {
                 self.while_loop(i, deps, prefix)?
+            } else if op == "call" {
+                // Inlined, as XLA's CallInliner does before scheduling: the callee's ops are
+                // ops of the step (a `shard_map` body holds the collectives of a whole step).
+                let callee = self.called(i, "to_apply")?;
+                let params: Vec<Deps> = i
+                    .operands
+                    .iter()
+                    .map(|o| values.get(o.as_str()).cloned().unwrap_or_default())
+                    .collect();
+                if self.depth >= 64 {
+                    return Err(self.error(i, "calls and loops nest more than 64 deep"));
+                }
+                self.depth += 1;
+                let inlined = self.computation(callee, &params, &format!("{prefix}{}.in.", i.name));
+                self.depth -= 1;
+                inlined?
             } else {
                 let (class, flops, bytes, gemm) = self.cost(i, &shapes)?;
                 let mut o = Op::compute(format!("{prefix}{}", i.name), class, flops, bytes);

@@ -310,3 +310,88 @@ fn a_plan_without_an_op_names_the_op() {
     assert!(matches!(e, ExportError::Plan { .. }), "{e}");
     assert!(e.to_string().contains(&graph.op(dropped).name), "{e}");
 }
+
+/// A `shard_map`-like step: the collectives sit in a called computation.
+const CALLED: &str = r#"HloModule called
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+
+%shmap_body (a: f32[16,16], b: f32[16,16]) -> (f32[16,16], f32[128,16]) {
+  %a = f32[16,16]{1,0} parameter(0)
+  %b = f32[16,16]{1,0} parameter(1)
+  %mm = f32[16,16]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %ar = f32[16,16]{1,0} all-reduce(%mm), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, use_global_device_ids=true, to_apply=%add
+  %ag = f32[128,16]{1,0} all-gather(%b), channel_id=2, replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, use_global_device_ids=true
+  ROOT %t = (f32[16,16]{1,0}, f32[128,16]{1,0}) tuple(%ar, %ag)
+}
+
+ENTRY %main (p: f32[16,16], q: f32[16,16]) -> f32[16,16] {
+  %p = f32[16,16]{1,0} parameter(0)
+  %q = f32[16,16]{1,0} parameter(1)
+  %call = (f32[16,16]{1,0}, f32[128,16]{1,0}) call(%p, %q), to_apply=%shmap_body
+  %r = f32[16,16]{1,0} get-tuple-element(%call), index=0
+  %g = f32[128,16]{1,0} get-tuple-element(%call), index=1
+  %h = f32[16,16]{1,0} slice(%g), slice={[0:16], [0:16]}
+  ROOT %o = f32[16,16]{1,0} add(%r, %h)
+}
+"#;
+
+#[test]
+fn calls_are_inlined_by_the_import_and_the_export() {
+    let (module, graph) = import(CALLED);
+    // The import inlines the call: its collectives are ops of the step.
+    assert_eq!(graph.collective_count(), 2);
+    let mm = graph.find("call.in.mm").unwrap();
+    assert_eq!(graph.successors(mm), [graph.find("call.in.ar").unwrap()]);
+    let plan = lhs(&graph, &durations(&graph)).unwrap();
+    let (text, replay) = round_trip(&module, &graph, &plan);
+    assert_eq!(replay, run(&graph, &plan).makespan);
+    assert!(!text.contains(" call("), "{text}");
+    assert!(
+        text.contains("%call.in.mm = f32[16,16]{1,0} dot(%p, %q)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("%call.in.ag = (f32[16,16]{1,0}, f32[128,16]{1,0}) all-gather-start(%q)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("%r = f32[16,16]{1,0} get-tuple-element(%call.in.t), index=0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn async_starts_count_the_bytes_of_their_result() {
+    // A variadic all-reduce-start has the results' tuple shape; a collective-permute-start
+    // carries two u32[] context elements after (operand, result).
+    let text = r#"HloModule m
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+ENTRY %e (a: f32[1024], b: f32[256]) -> (f32[1024], f32[256], f32[256]) {
+  %a = f32[1024]{0} parameter(0)
+  %b = f32[256]{0} parameter(1)
+  %ars = (f32[1024]{0}, f32[256]{0}) all-reduce-start(%a, %b), replica_groups={{0,1}}, to_apply=%add
+  %ard = (f32[1024]{0}, f32[256]{0}) all-reduce-done(%ars)
+  %cps = (f32[256]{0}, f32[256]{0}, u32[], u32[]) collective-permute-start(%b), source_target_pairs={{0,1},{1,0}}
+  %cpd = f32[256]{0} collective-permute-done(%cps)
+  %x = f32[1024]{0} get-tuple-element(%ard), index=0
+  %y = f32[256]{0} get-tuple-element(%ard), index=1
+  ROOT %t = (f32[1024]{0}, f32[256]{0}, f32[256]{0}) tuple(%x, %y, %cpd)
+}
+"#;
+    let (_, graph) = import(text);
+    let bytes = |n: &str| match graph.op(graph.find(n).unwrap()).kind {
+        concerto_graph::OpKind::Collective { bytes, .. } => bytes,
+        _ => panic!("{n} is no collective"),
+    };
+    assert_eq!(bytes("ars"), 4 * (1024 + 256));
+    assert_eq!(bytes("cps"), 4 * 256);
+}

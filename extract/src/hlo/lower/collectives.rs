@@ -33,8 +33,12 @@ impl<'m> Lowerer<'m> {
         deps: Deps,
         prefix: &str,
     ) -> Result<Deps, HloError> {
+        // The result of an async start: `all-reduce-start` has the result's shape; the others
+        // are `(operands, result, context...)`: element 1.
         let shape = match &i.shape {
-            Shape::Tuple(v) if i.opcode.ends_with("-start") => v.last().unwrap_or(&i.shape),
+            Shape::Tuple(v) if i.opcode.ends_with("-start") && i.opcode != "all-reduce-start" => {
+                v.get(1).unwrap_or(&i.shape)
+            }
             s => s,
         };
         let groups: Vec<Vec<u64>> = if let Some(a) = i.attribute("source_target_pairs") {
