@@ -10,7 +10,7 @@ use concerto_graph::Graph;
 use concerto_pipeline::analysis::{decompose_report, sweep_row, SweepRow};
 use concerto_pipeline::table::Table;
 
-use crate::io::read_graph;
+use crate::io::read_graph_with;
 use crate::opts::{Decompose, OptimizeOpts};
 use crate::progress;
 use crate::report::ms;
@@ -82,7 +82,7 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
     }
     let mut pipeline = args.opts.pipeline()?;
     let hardware = pipeline.config.hardware.clone();
-    let graph = read_graph(&args.graph, args.opts.gpus_per_node)?;
+    let graph = read_graph_with(&args.graph, &args.opts.import_options()?)?;
     let s = pipeline
         .schedule(&graph, Vec::new())
         .with_context(|| format!("optimizing {}", args.graph.display()))?;

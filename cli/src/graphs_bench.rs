@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::Args;
 use concerto_pipeline::bench::graphs;
 
-use crate::io::read_graph;
+use crate::io::read_graph_with;
 use crate::opts::OptimizeOpts;
 use crate::progress;
 use crate::Failure;
@@ -58,6 +58,7 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
             paths.push(path);
         }
     }
+    let import = args.opts.import_options()?;
     let mut extra = Vec::new();
     for path in &paths {
         let only = args.only.as_deref();
@@ -68,7 +69,7 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
         if only.is_some_and(|p| !name.contains(p)) {
             continue;
         }
-        let graph = read_graph(path, args.opts.gpus_per_node)
+        let graph = read_graph_with(path, &import)
             .with_context(|| format!("bench graphs --graph {}", path.display()))?;
         extra.push((name, graph));
     }

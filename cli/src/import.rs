@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use concerto_extract::hlo::ImportOptions;
 use concerto_graph::Hardware;
 use serde::Serialize;
 
 use crate::io::write_graph;
+use crate::opts::{import_options, parse_trip_count};
 use crate::Failure;
 
 /// Arguments of `concerto import`.
@@ -24,6 +24,11 @@ pub(crate) struct ImportArgs {
     /// GPUs per node: replica groups that span nodes are inter-node.
     #[arg(long, default_value_t = 8)]
     pub(crate) gpus_per_node: u32,
+    /// The trip count of a `while` loop whose count the module does not give (a decode loop,
+    /// say), by the loop's instruction name: `--trip-count while.3=16`. Repeatable; wins over
+    /// the loop's `backend_config`.
+    #[arg(long = "trip-count", value_name = "NAME=N", value_parser = parse_trip_count)]
+    pub(crate) trip_counts: Vec<(String, u64)>,
     /// Write the graph (native JSON) to this file.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
@@ -49,13 +54,7 @@ struct ImportJson {
 pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     let began = Instant::now();
     let hardware = Hardware::by_name(&args.hardware)?.with_gpus_per_node(args.gpus_per_node)?;
-    if args.gpus_per_node == 0 {
-        return Err(anyhow::anyhow!("--gpus-per-node must be at least 1").into());
-    }
-    let options = ImportOptions {
-        gpus_per_node: args.gpus_per_node,
-        ..ImportOptions::default()
-    };
+    let options = import_options(args.gpus_per_node, &args.trip_counts)?;
     let (graph, report) = concerto_extract::read::read_hlo(&args.file, &options)?;
     if let Some(path) = &args.output {
         write_graph(path, &graph)?;

@@ -6,17 +6,28 @@ use anyhow::Context;
 use concerto_extract::hlo::ImportOptions;
 use concerto_graph::Graph;
 
+use crate::opts::import_options;
+
 /// Reads a graph file: the native JSON format, or XLA HLO text (`.hlo`, `.txt`) imported
 /// with `gpus_per_node` GPUs per node; prints the importer's warnings on stderr.
 pub(crate) fn read_graph(path: &Path, gpus_per_node: u32) -> anyhow::Result<Graph> {
-    if gpus_per_node == 0 {
+    read_graph_with(path, &import_options(gpus_per_node, &[])?)
+}
+
+/// Reads a graph file: the native JSON format, or XLA HLO text (`.hlo`, `.txt`) imported
+/// with `options`; prints the importer's warnings on stderr. Trip counts
+/// ([`ImportOptions::trip_counts`]) are an error with a JSON graph, which has no loops.
+pub(crate) fn read_graph_with(path: &Path, options: &ImportOptions) -> anyhow::Result<Graph> {
+    if options.gpus_per_node == 0 {
         anyhow::bail!("--gpus-per-node must be at least 1");
     }
-    let options = ImportOptions {
-        gpus_per_node,
-        ..ImportOptions::default()
-    };
-    let (graph, warnings) = concerto_extract::read_graph(path, &options)?;
+    if !options.trip_counts.is_empty() && !concerto_extract::read::is_hlo(path) {
+        anyhow::bail!(
+            "--trip-count applies to the while loops of an HLO module (.hlo, .txt), not to {}",
+            path.display()
+        );
+    }
+    let (graph, warnings) = concerto_extract::read_graph(path, options)?;
     for w in &warnings {
         eprintln!("warning: {w}");
     }

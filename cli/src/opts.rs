@@ -1,10 +1,12 @@
 //! The options shared by `optimize`, `decompose`, `bench graphs|ablation` and `run-cuda`, and
 //! how they become a [`Pipeline`].
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use concerto_extract::hlo::ImportOptions;
 use concerto_graph::list::{ListConfig, Rule};
 use concerto_graph::Hardware;
 use concerto_pipeline::{Config, Pipeline, ScheduleConfig, Solvers};
@@ -82,6 +84,11 @@ pub(crate) struct OptimizeOpts {
     /// profile's node size.
     #[arg(long, default_value_t = 8)]
     pub(crate) gpus_per_node: u32,
+    /// The trip count of a `while` loop of an imported `.hlo` whose count the module does not
+    /// give (a decode loop, say), by the loop's instruction name: `--trip-count while.3=16`.
+    /// Repeatable; wins over the loop's `backend_config`.
+    #[arg(long = "trip-count", value_name = "NAME=N", value_parser = parse_trip_count)]
+    pub(crate) trip_counts: Vec<(String, u64)>,
     /// Compute slowdown while a collective runs (default: the profile's).
     #[arg(long, value_name = "X")]
     pub(crate) contention: Option<f64>,
@@ -145,7 +152,55 @@ pub(crate) struct OptimizeOpts {
     pub(crate) list_samples: usize,
 }
 
+/// Parses a `--trip-count` value, `NAME=N` (a leading `%` on the name is dropped).
+pub(crate) fn parse_trip_count(value: &str) -> Result<(String, u64), String> {
+    let (name, count) = value.split_once('=').ok_or_else(|| {
+        format!("expected NAME=N (a while loop's name and its trip count), found `{value}`")
+    })?;
+    let name = name.trim();
+    let name = name.strip_prefix('%').unwrap_or(name);
+    if name.is_empty() {
+        return Err(format!("no loop name before `=` in `{value}`"));
+    }
+    let count = count.trim().parse::<u64>().map_err(|_| {
+        format!(
+            "`{}` is not a trip count (a whole number) in `{value}`",
+            count.trim()
+        )
+    })?;
+    Ok((name.to_string(), count))
+}
+
+/// The import options of `--gpus-per-node` and the `--trip-count NAME=N` values: an error
+/// when `gpus_per_node` is 0 or a loop is given two different counts.
+pub(crate) fn import_options(
+    gpus_per_node: u32,
+    trip_counts: &[(String, u64)],
+) -> anyhow::Result<ImportOptions> {
+    if gpus_per_node == 0 {
+        anyhow::bail!("--gpus-per-node must be at least 1");
+    }
+    let mut counts = BTreeMap::new();
+    for (name, n) in trip_counts {
+        if let Some(old) = counts.insert(name.clone(), *n) {
+            if old != *n {
+                anyhow::bail!("--trip-count gives loop `{name}` two counts, {old} and {n}");
+            }
+        }
+    }
+    Ok(ImportOptions {
+        gpus_per_node,
+        trip_counts: counts,
+        ..ImportOptions::default()
+    })
+}
+
 impl OptimizeOpts {
+    /// The options of importing an `.hlo` graph: `--gpus-per-node` and `--trip-count`.
+    pub(crate) fn import_options(&self) -> anyhow::Result<ImportOptions> {
+        import_options(self.gpus_per_node, &self.trip_counts)
+    }
+
     /// The portfolio of `--rules` and `--list-samples`.
     pub(crate) fn list_config(&self) -> anyhow::Result<ListConfig> {
         let mut config = ListConfig {

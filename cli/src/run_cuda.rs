@@ -10,7 +10,7 @@ use concerto_graph::{trace, StreamPlan, Timeline};
 use concerto_pipeline::Scheduler;
 use serde::Serialize;
 
-use crate::io::read_graph;
+use crate::io::read_graph_with;
 use crate::opts::{Decompose, Fuse, OptimizeOpts};
 use crate::report::ms;
 use crate::Failure;
@@ -94,7 +94,7 @@ pub(crate) fn run(args: &RunCudaArgs) -> Result<(), Failure> {
     if args.repeats == 0 {
         return Err(anyhow::anyhow!("--repeats must be at least 1").into());
     }
-    let graph = read_graph(&args.graph, args.opts.gpus_per_node)?;
+    let graph = read_graph_with(&args.graph, &args.opts.import_options()?)?;
     let hardware = args.opts.hardware()?;
     let given = match &args.plan {
         Some(path) => {

@@ -7,7 +7,8 @@ use clap::Args;
 use concerto_graph::{trace, StreamPlan};
 use serde::Serialize;
 
-use crate::io::{read_graph, write};
+use crate::io::{read_graph_with, write};
+use crate::opts::{import_options, parse_trip_count};
 use crate::report::ms;
 use crate::Failure;
 
@@ -25,6 +26,10 @@ pub(crate) struct SimulateArgs {
     /// GPUs per node.
     #[arg(long, default_value_t = 8)]
     pub(crate) gpus_per_node: u32,
+    /// The trip count of a `while` loop of an imported `.hlo` whose count the module does not
+    /// give, by the loop's instruction name: `--trip-count while.3=16`. Repeatable.
+    #[arg(long = "trip-count", value_name = "NAME=N", value_parser = parse_trip_count)]
+    pub(crate) trip_counts: Vec<(String, u64)>,
     /// Compute slowdown while a collective runs (default: the profile's).
     #[arg(long, value_name = "X")]
     pub(crate) contention: Option<f64>,
@@ -53,7 +58,10 @@ struct SimulateJson {
 }
 
 pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
-    let graph = read_graph(&args.graph, args.gpus_per_node)?;
+    let graph = read_graph_with(
+        &args.graph,
+        &import_options(args.gpus_per_node, &args.trip_counts)?,
+    )?;
     let hw = concerto_graph::Hardware::by_name(&args.hardware)?
         .with_gpus_per_node(args.gpus_per_node)?;
     let hardware = match args.contention {

@@ -327,3 +327,134 @@ fn bench_scale_json_keeps_its_keys_and_stays_quiet() {
         stderr(&o)
     );
 }
+
+/// A decode-style loop: the bound is a loop-carried value, so neither `backend_config` nor
+/// the `i < N` pattern gives its trip count.
+const DECODE_LOOP: &str = r#"HloModule decode, num_partitions=8
+
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+
+%body (s: (s32[], s32[], f32[64])) -> (s32[], s32[], f32[64]) {
+  %s = (s32[], s32[], f32[64]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %n = s32[] get-tuple-element(%s), index=1
+  %v = f32[64]{0} get-tuple-element(%s), index=2
+  %ar = f32[64]{0} all-reduce(%v), channel_id=1, replica_groups=mesh['axis_0'=8,'axis_1'=1] {'axis_0'}, use_global_device_ids=true, to_apply=%sum
+  %e = f32[64]{0} exponential(%ar)
+  ROOT %r = (s32[], s32[], f32[64]{0}) tuple(%next, %n, %e)
+}
+
+%cond (s: (s32[], s32[], f32[64])) -> pred[] {
+  %s = (s32[], s32[], f32[64]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] get-tuple-element(%s), index=1
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+ENTRY %main (n: s32[], x: f32[64]) -> (s32[], s32[], f32[64]) {
+  %n = s32[] parameter(0)
+  %x = f32[64]{0} parameter(1)
+  %zero = s32[] constant(0)
+  %init = (s32[], s32[], f32[64]{0}) tuple(%zero, %n, %x)
+  ROOT %decode = (s32[], s32[], f32[64]{0}) while(%init), condition=%cond, body=%body
+}
+"#;
+
+/// A loop without a known trip count fails naming the loop and the flag; `--trip-count`
+/// unrolls it; a name that is no loop, or a malformed value, is an error naming it.
+#[test]
+fn trip_count_names_the_loop_and_unrolls_it() {
+    let dir = scratch("trip-count");
+    let file = dir.join("decode.hlo");
+    std::fs::write(&file, DECODE_LOOP).unwrap();
+    let path = file.to_str().unwrap();
+
+    let o = concerto(&["import", path, "--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("decode.hlo: line 33, instruction `decode`: while loop `%decode` has no known trip count")
+            && e.contains("--trip-count decode=N"),
+        "{e}"
+    );
+
+    let o = concerto(&["import", path, "--trip-count", "decode=5", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    // Per iteration: the counter's add, the all-reduce (one group of 8) and the exponential.
+    assert_eq!(v["ops"], 15, "{v}");
+    assert_eq!(v["collectives"]["all-reduce"], 5, "{v}");
+    // `%decode=` is accepted too, and the same count twice is no conflict.
+    let o = concerto(&[
+        "import",
+        path,
+        "--trip-count",
+        "%decode=2",
+        "--trip-count",
+        "decode=2",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("\"ops\":6"), "{}", stdout(&o));
+
+    // The commands built on the optimize options read it too, and check the names.
+    let o = concerto(&["decompose", path, "--trip-count", "prefill=3"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("instruction `prefill`: a trip count is given for `%prefill`, which is no instruction of the module (its while loops: `%decode`)"),
+        "{e}"
+    );
+    let o = concerto(&["decompose", path]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("--trip-count decode=N"),
+        "{}",
+        stderr(&o)
+    );
+
+    for (bad, says) in [
+        ("decode", "expected NAME=N"),
+        ("decode=many", "`many` is not a trip count"),
+        ("=3", "no loop name"),
+    ] {
+        let o = concerto(&["import", path, "--trip-count", bad]);
+        assert_eq!(o.status.code(), Some(2), "{bad}: {}", stdout(&o));
+        assert!(stderr(&o).contains(says), "{bad}: {}", stderr(&o));
+    }
+    let o = concerto(&[
+        "import",
+        path,
+        "--trip-count",
+        "decode=2",
+        "--trip-count",
+        "decode=3",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("gives loop `decode` two counts, 2 and 3"),
+        "{}",
+        stderr(&o)
+    );
+    let o = concerto(&[
+        "simulate",
+        &fixture("tiny/two_streams.json"),
+        "--plan",
+        path,
+        "--trip-count",
+        "decode=2",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--trip-count applies to the while loops of an HLO module"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
