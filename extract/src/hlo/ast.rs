@@ -175,7 +175,9 @@ pub struct Attribute {
     /// The name.
     pub name: String,
     /// The value's source text, exactly (balanced braces, brackets and parentheses; a quoted
-    /// string keeps its quotes).
+    /// string keeps its quotes). It ends at the first comma or whitespace outside brackets,
+    /// except for the mesh form of replica groups, which runs through its axis list:
+    /// `mesh['x'=2,'y'=4], device_ids=(3,1,0,2,7,5,4,6) {'y'}`.
     pub value: String,
     /// Where the value starts.
     pub pos: Pos,
