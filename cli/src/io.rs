@@ -6,14 +6,6 @@ use anyhow::Context;
 use concerto_extract::hlo::ImportOptions;
 use concerto_graph::Graph;
 
-use crate::opts::import_options;
-
-/// Reads a graph file: the native JSON format, or XLA HLO text (`.hlo`, `.txt`) imported
-/// with `gpus_per_node` GPUs per node; prints the importer's warnings on stderr.
-pub(crate) fn read_graph(path: &Path, gpus_per_node: u32) -> anyhow::Result<Graph> {
-    read_graph_with(path, &import_options(gpus_per_node, &[])?)
-}
-
 /// Reads a graph file: the native JSON format, or XLA HLO text (`.hlo`, `.txt`) imported
 /// with `options`; prints the importer's warnings on stderr. Trip counts
 /// ([`ImportOptions::trip_counts`]) are an error with a JSON graph, which has no loops.

@@ -8,7 +8,7 @@ use clap::Args;
 use concerto_graph::trace;
 use concerto_pipeline::{NoiseConfig, Row, Scheduled, Scheduler};
 
-use crate::io::{read_graph, write, write_graph};
+use crate::io::{read_graph_with, write, write_graph};
 use crate::opts::OptimizeOpts;
 use crate::progress;
 use crate::report::{ms, pct};
@@ -70,7 +70,7 @@ fn row_cells(label: &str, s: &Scheduled, po: u64, bound: u64) -> Vec<String> {
 pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
     // The time limit covers the import too.
     let started = std::time::Instant::now();
-    let graph = read_graph(&args.graph, args.opts.gpus_per_node)?;
+    let graph = read_graph_with(&args.graph, &args.opts.import_options()?)?;
     let mut pipeline = args.opts.pipeline()?;
     pipeline.config.started = Some(started);
     pipeline.config.noise = args.noise.map(|pct| NoiseConfig {
@@ -299,10 +299,7 @@ fn emit_hlo(
     let text = std::fs::read_to_string(&args.graph)
         .with_context(|| format!("reading {}", args.graph.display()))?;
     let module = hlo::parse(&text).with_context(|| format!("parsing {}", args.graph.display()))?;
-    let options = hlo::ImportOptions {
-        gpus_per_node: args.opts.gpus_per_node,
-        ..hlo::ImportOptions::default()
-    };
+    let options = args.opts.import_options()?;
     let (kept_graph, kept) = r.result();
     let (graph, s, note) = if kept_graph.fingerprint() == r.graph.fingerprint() {
         (kept_graph, kept, String::new())

@@ -220,6 +220,12 @@ pub fn export(
     let sequence = x.sequence(&order)?;
     let mut text = String::new();
     write_header(&mut text, module);
+    // The stack-frame tables go before the computations, where XLA prints (and its parser
+    // expects) them.
+    for t in &module.tables {
+        text.push_str(t);
+        text.push_str("\n\n");
+    }
     for c in &module.computations {
         if c.is_entry {
             write_computation_head(&mut text, c);
@@ -230,11 +236,6 @@ pub fn export(
         } else {
             write_computation(&mut text, c);
         }
-    }
-    for t in &module.tables {
-        text.push('\n');
-        text.push_str(t);
-        text.push('\n');
     }
     let async_pairs = x
         .insts
