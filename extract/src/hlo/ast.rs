@@ -27,7 +27,7 @@ pub struct Module {
     pub computations: Vec<Computation>,
     /// Index of the `ENTRY` computation in `computations`.
     pub entry: usize,
-    /// The stack-frame tables newer XLA versions print after the computations (`FileNames`,
+    /// The stack-frame tables newer XLA versions print before the computations (`FileNames`,
     /// `FunctionNames`, `FileLocations`, `StackFrames`), each as its source text from the
     /// keyword on: instructions' `metadata={... stack_frame_id=N}` refers to them.
     pub tables: Vec<String>,

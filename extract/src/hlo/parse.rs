@@ -48,7 +48,8 @@ const MAX_DEPTH: usize = 256;
 /// [`Instruction::literal`]: crate::hlo::Instruction::literal
 const LITERAL_OPCODES: [&str; 3] = ["constant", "parameter", "iota"];
 
-/// Keywords that open the stack-frame tables newer XLA versions print after the computations.
+/// Keywords that open the stack-frame tables newer XLA versions print between the header and
+/// the computations.
 const TABLES: [&str; 4] = ["FileNames", "FunctionNames", "FileLocations", "StackFrames"];
 
 /// Parses an HLO text module, as XLA's `HloModule::ToString` prints it (the files that
