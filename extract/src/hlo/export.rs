@@ -50,7 +50,7 @@
 //! Cost: O(instructions + operands) after unrolling, plus a heap merge of the plan's ops:
 //! O(ops log streams).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use concerto_graph::{Graph, OpId, StreamPlan, Timeline};
@@ -292,7 +292,7 @@ struct Expander<'m> {
     /// Each graph op by name.
     ops: BTreeMap<&'m str, OpId>,
     /// Result shape text of each written name.
-    shapes: BTreeMap<String, String>,
+    shapes: BTreeMap<String, &'m str>,
     next_channel: u64,
     iterations: usize,
     depth: usize,
@@ -348,7 +348,7 @@ impl<'m> Expander<'m> {
     fn push(&mut self, inst: Inst<'m>) {
         self.index.insert(inst.name.clone(), self.insts.len());
         self.shapes
-            .insert(inst.name.clone(), inst.instr.shape_text.clone());
+            .insert(inst.name.clone(), inst.instr.shape_text.as_str());
         self.insts.push(inst);
     }
 
@@ -646,7 +646,7 @@ fn write_computation(out: &mut String, c: &Computation) {
 }
 
 /// One instruction of the written entry.
-fn write_inst(out: &mut String, inst: &Inst<'_>, shapes: &BTreeMap<String, String>) {
+fn write_inst(out: &mut String, inst: &Inst<'_>, shapes: &BTreeMap<String, &str>) {
     let i = inst.instr;
     let attributes = || {
         i.attributes.iter().map(|a| match a.name.as_str() {
@@ -687,7 +687,7 @@ fn write_inst(out: &mut String, inst: &Inst<'_>, shapes: &BTreeMap<String, Strin
             let operand_shapes: Vec<&str> = inst
                 .operands
                 .iter()
-                .map(|o| shapes.get(o).map_or("", String::as_str))
+                .map(|o| shapes.get(o).copied().unwrap_or(""))
                 .collect();
             let ins = match operand_shapes.as_slice() {
                 [one] if form != AsyncForm::Wrapped => (*one).to_string(),
@@ -779,14 +779,17 @@ pub fn check_export(
         ));
     }
     let index = by_name(&back);
-    let names = |g: &Graph, ops: &[OpId]| -> BTreeSet<String> {
-        ops.iter().map(|o| g.op(*o).name.clone()).collect()
-    };
+    // The written op of every op of `graph`, by name.
+    let mut to_back = Vec::with_capacity(graph.len());
     for o in graph.ids() {
         let op = graph.op(o);
         let Some(&b) = index.get(op.name.as_str()) else {
             return mismatch(format!("op `{}` is not in the written module", op.name));
         };
+        to_back.push(b);
+    }
+    for o in graph.ids() {
+        let (op, b) = (graph.op(o), to_back[o.0]);
         let written = back.op(b);
         if written.kind != op.kind || written.outputs != op.outputs {
             return mismatch(format!(
@@ -794,13 +797,24 @@ pub fn check_export(
                 op.name, op.kind, written.kind
             ));
         }
-        let (want, got) = (
-            names(graph, graph.predecessors(o)),
-            names(&back, back.predecessors(b)),
-        );
+        let mut want: Vec<OpId> = graph.predecessors(o).iter().map(|p| to_back[p.0]).collect();
+        let mut got = back.predecessors(b).to_vec();
+        want.sort_unstable();
+        got.sort_unstable();
         if want != got {
-            let missing: Vec<_> = want.difference(&got).take(3).collect();
-            let extra: Vec<_> = got.difference(&want).take(3).collect();
+            let name = |x: &OpId| back.op(*x).name.clone();
+            let missing: Vec<String> = want
+                .iter()
+                .filter(|x| !got.contains(x))
+                .take(3)
+                .map(name)
+                .collect();
+            let extra: Vec<String> = got
+                .iter()
+                .filter(|x| !want.contains(x))
+                .take(3)
+                .map(name)
+                .collect();
             return mismatch(format!(
                 "op `{}`: dependencies differ (missing {missing:?}, extra {extra:?})",
                 op.name
