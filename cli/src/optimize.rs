@@ -309,9 +309,7 @@ fn emit_hlo(
         )
         .into());
     }
-    let text = std::fs::read_to_string(&args.graph)
-        .with_context(|| format!("reading {}", args.graph.display()))?;
-    let module = hlo::parse(&text).with_context(|| format!("parsing {}", args.graph.display()))?;
+    let module = concerto_extract::read::read_module(&args.graph)?;
     let options = args.opts.import_options()?;
     let (kept_graph, kept) = r.result();
     let (graph, s, note) = if kept_graph.fingerprint() == r.graph.fingerprint() {

@@ -47,18 +47,25 @@ pub fn is_hlo(path: &Path) -> bool {
     )
 }
 
-/// Reads and lowers the HLO module at `path` with `options`.
-pub fn read_hlo(path: &Path, options: &ImportOptions) -> Result<(Graph, ImportReport), ReadError> {
+/// Reads and parses the HLO module at `path` (errors name the file).
+pub fn read_module(path: &Path) -> Result<hlo::Module, ReadError> {
     let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    let hlo_error = |source| ReadError::Hlo {
+    hlo::parse(&text).map_err(|source| ReadError::Hlo {
         path: path.to_path_buf(),
         source,
-    };
-    let module = hlo::parse(&text).map_err(hlo_error)?;
-    hlo::lower(&module, options).map_err(hlo_error)
+    })
+}
+
+/// Reads and lowers the HLO module at `path` with `options`.
+pub fn read_hlo(path: &Path, options: &ImportOptions) -> Result<(Graph, ImportReport), ReadError> {
+    let module = read_module(path)?;
+    hlo::lower(&module, options).map_err(|source| ReadError::Hlo {
+        path: path.to_path_buf(),
+        source,
+    })
 }
 
 /// Reads the graph at `path` (see the module docs). For an HLO module, also returns the

@@ -627,16 +627,15 @@ fn write_computation_tail(out: &mut String, c: &Computation) {
 /// A computation as read (instructions in text order).
 fn write_computation(out: &mut String, c: &Computation) {
     write_computation_head(out, c);
-    for (k, i) in c.instructions.iter().enumerate() {
-        let operands: Vec<String> = i.operands.clone();
+    for i in &c.instructions {
         write_instruction(
             out,
-            k == c.root && i.is_root,
+            i.is_root,
             &i.name,
             &i.shape_text,
             &i.opcode,
             i.literal.as_deref(),
-            &operands,
+            &i.operands,
             i.attributes
                 .iter()
                 .map(|a| (a.name.as_str(), a.value.clone())),
@@ -822,15 +821,6 @@ pub fn check_export(
         }
     }
     Ok(back)
-}
-
-/// Counts of opcodes in a module's entry computation (for reports and tests).
-pub fn entry_opcodes(module: &Module) -> BTreeMap<String, usize> {
-    let mut m = BTreeMap::new();
-    for i in &module.entry().instructions {
-        *m.entry(i.opcode.clone()).or_default() += 1;
-    }
-    m
 }
 
 /// Simulates `back` (what [`check_export`] returned) in program order, the order of the written
