@@ -149,6 +149,7 @@ pub fn rewrite(
                 },
                 outputs: op.outputs.clone(),
                 duration_ns: in_place.then_some(1),
+                live_out: op.live_out,
             };
             let ins: Vec<(OpId, usize)> = (0..n as usize).map(|i| (OpId(base.0 + i), 0)).collect();
             join[o.0] = Some(b.try_add(j, &ins)?);

@@ -94,6 +94,21 @@ pub enum GraphError {
         /// The ops of a cycle, `a -> b -> ... -> a`.
         cycle: String,
     },
+    /// A plan holds more memory than its budget ([`crate::memory::check_memory`]).
+    #[error(
+        "the plan's memory peak is {peak_bytes} B, over the budget of {budget_bytes} B; first \
+         over at {at_ns} ns, the largest tensors live then: {live}"
+    )]
+    OverBudget {
+        /// The plan's peak (bytes).
+        peak_bytes: u64,
+        /// The budget (bytes).
+        budget_bytes: u64,
+        /// When the budget is first exceeded (ns).
+        at_ns: u64,
+        /// The largest tensors live then, with their bytes.
+        live: String,
+    },
     /// The solver failed (an error, not an outcome such as a time limit).
     #[error("solver failed: {0}")]
     Solve(#[from] concerto_rcpsp::SolveError),

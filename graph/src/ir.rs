@@ -242,6 +242,11 @@ pub struct Op {
     /// A duration that overrides the cost model (measured, or imported with the graph).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ns: Option<u64>,
+    /// Whether the op's outputs are outputs of the step (updated weights, gradients, the
+    /// loss), kept in memory until the step ends instead of being freed after their last
+    /// consumer (see [`crate::memory`]). JSON: optional `"live_out": true`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub live_out: bool,
 }
 
 impl Op {
@@ -257,6 +262,7 @@ impl Op {
             },
             outputs: Vec::new(),
             duration_ns: None,
+            live_out: false,
         }
     }
 
@@ -274,6 +280,7 @@ impl Op {
             },
             outputs: vec![Tensor::new(vec![shape.b, shape.m, shape.n], dtype)],
             duration_ns: None,
+            live_out: false,
         }
     }
 
@@ -295,12 +302,19 @@ impl Op {
             },
             outputs: Vec::new(),
             duration_ns: None,
+            live_out: false,
         }
     }
 
     /// Adds an output tensor.
     pub fn with_output(mut self, tensor: Tensor) -> Self {
         self.outputs.push(tensor);
+        self
+    }
+
+    /// Marks the op's outputs as outputs of the step ([`Op::live_out`]).
+    pub fn kept_to_end(mut self) -> Self {
+        self.live_out = true;
         self
     }
 
@@ -321,6 +335,16 @@ impl Op {
     pub fn output_bytes(&self) -> u64 {
         self.outputs.iter().map(Tensor::bytes).sum()
     }
+
+    /// Bytes the op allocates when it starts (see [`crate::memory`]): its declared outputs;
+    /// for a collective that declares none, its result buffer ([`OpKind::Collective`]'s
+    /// `bytes`).
+    pub fn buffer_bytes(&self) -> u64 {
+        match self.kind {
+            OpKind::Collective { bytes, .. } if self.outputs.is_empty() => bytes,
+            _ => self.output_bytes(),
+        }
+    }
 }
 
 /// A data dependency: the consumer reads output `tensor` of the producer.
@@ -334,6 +358,9 @@ pub struct Dep {
 #[derive(Clone, Debug)]
 pub struct Graph {
     name: String,
+    /// Bytes resident for the whole step whatever the order: parameters, optimizer state and
+    /// other inputs that no op of the graph produces (see [`crate::memory`]).
+    resident_bytes: u64,
     dag: DiGraph<Op, Dep>,
     /// Producers of each op, each once, sorted (kept by the builder: a graph never changes
     /// after [`GraphBuilder::finish`]).
@@ -371,6 +398,8 @@ struct GraphRecord {
     format: String,
     version: u32,
     name: String,
+    #[serde(default)]
+    resident_bytes: u64,
     ops: Vec<OpRecord>,
 }
 
@@ -389,7 +418,13 @@ struct GraphRecordRef<'a> {
     format: &'static str,
     version: u32,
     name: &'a str,
+    #[serde(skip_serializing_if = "is_zero")]
+    resident_bytes: u64,
     ops: Vec<OpRecordRef<'a>>,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 /// `Serialize` writes the native JSON format's record (what [`Graph::to_json`] prints), so a
@@ -422,6 +457,12 @@ impl Graph {
     /// Number of ops.
     pub fn len(&self) -> usize {
         self.dag.node_count()
+    }
+
+    /// Bytes resident for the whole step whatever the order (parameters, optimizer state,
+    /// other inputs no op produces; see [`crate::memory`]). 0 unless the graph's source said.
+    pub fn resident_bytes(&self) -> u64 {
+        self.resident_bytes
     }
 
     /// Whether it has no op.
@@ -513,6 +554,7 @@ impl Graph {
             format: FORMAT_NAME,
             version: FORMAT_VERSION,
             name: &self.name,
+            resident_bytes: self.resident_bytes,
             ops: self
                 .ids()
                 .map(|id| OpRecordRef {
@@ -548,8 +590,11 @@ impl Graph {
     /// ```
     ///
     /// `inputs` lists producers by index, each earlier in the list (program order), as
-    /// `p` or `[p, tensor]`; `duration_ns` overrides the cost model. Errors name the op and the
-    /// line and column of malformed JSON.
+    /// `p` or `[p, tensor]`; `duration_ns` overrides the cost model. Optional memory fields
+    /// ([`crate::memory`]): `resident_bytes` at the top (bytes resident for the whole step:
+    /// parameters, optimizer state; default 0) and `"live_out": true` on an op whose outputs are
+    /// kept to the end of the step (default false). Errors name the op and the line and column
+    /// of malformed JSON.
     pub fn from_json(text: &str) -> Result<Graph, GraphError> {
         let record: GraphRecord = serde_json::from_str(text).map_err(|e| GraphError::Json {
             line: e.line(),
@@ -574,6 +619,7 @@ impl Graph {
             });
         }
         let mut b = GraphBuilder::new(record.name);
+        b.set_resident_bytes(record.resident_bytes);
         for r in record.ops {
             let inputs: Vec<(OpId, usize)> = r
                 .inputs
@@ -602,6 +648,7 @@ impl GraphBuilder {
         Self {
             graph: Graph {
                 name: name.into(),
+                resident_bytes: 0,
                 dag: DiGraph::new(),
                 preds: Vec::new(),
                 succs: Vec::new(),
@@ -685,6 +732,12 @@ impl GraphBuilder {
     /// The op added as `id`.
     pub fn op(&self, id: OpId) -> &Op {
         self.graph.op(id)
+    }
+
+    /// Sets [`Graph::resident_bytes`] (a rewrite of a graph copies its source's).
+    pub fn set_resident_bytes(&mut self, bytes: u64) -> &mut Self {
+        self.graph.resident_bytes = bytes;
+        self
     }
 
     /// Ops so far.

@@ -49,6 +49,7 @@ pub mod hardware;
 pub mod ir;
 pub mod list;
 pub mod lower;
+pub mod memory;
 pub mod models;
 pub mod plan;
 pub mod simulate;

@@ -72,35 +72,16 @@ impl Timeline {
         (b - a) - covered(compute_busy, a, b)
     }
 
-    /// Peak memory of the timeline's tensor lifetimes: each output tensor is allocated when its
-    /// producer starts and freed when its last consumer ends (at its producer's end when
-    /// nothing reads it); at equal times frees happen before allocations. Persistent state
-    /// (weights, optimizer states) is not counted unless the graph has ops that produce it.
-    /// O(ops log ops).
+    /// Peak memory of the timeline ([`crate::memory::profile`]: resident bytes, live tensors
+    /// from their producer's start to their last reader's end, collective buffers, and the
+    /// step's outputs kept to its end). O(ops log ops).
+    ///
+    /// Panics if the timeline is not one of `graph`'s (use [`crate::memory::profile`] for
+    /// untrusted input).
     pub fn peak_memory_bytes(&self, graph: &Graph) -> u64 {
-        let mut events: Vec<(u64, i128)> = Vec::with_capacity(2 * graph.len());
-        for o in graph.ids() {
-            let bytes = graph.op(o).output_bytes();
-            if bytes == 0 {
-                continue;
-            }
-            let free = graph
-                .successors(o)
-                .iter()
-                .map(|s| self.end[s.0])
-                .max()
-                .unwrap_or(self.end[o.0])
-                .max(self.end[o.0]);
-            events.push((self.start[o.0], bytes as i128));
-            events.push((free, -(bytes as i128)));
-        }
-        events.sort_unstable();
-        let (mut live, mut peak) = (0i128, 0i128);
-        for (_, d) in events {
-            live += d;
-            peak = peak.max(live);
-        }
-        peak as u64
+        crate::memory::profile(graph, self)
+            .expect("a timeline of this graph")
+            .peak_bytes
     }
 }
 

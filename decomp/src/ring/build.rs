@@ -19,6 +19,7 @@ fn view(name: String, outputs: Vec<Tensor>) -> Op {
         },
         outputs,
         duration_ns: Some(1),
+        live_out: false,
     }
 }
 
@@ -77,6 +78,7 @@ pub(crate) fn rewrite_found(
         },
         outputs: vec![shard.clone()],
         duration_ns: None,
+        live_out: false,
     };
     let mut b = GraphBuilder::new(graph.name());
     let mut origin: Vec<Origin> = Vec::new();
@@ -168,6 +170,7 @@ pub(crate) fn rewrite_found(
                             },
                             outputs: coll.outputs.clone(),
                             duration_ns: None,
+                            live_out: false,
                         };
                         let mut ins = vec![(chunks[j as usize + 1], 0), (step, 0)];
                         ins.sort_unstable();

@@ -397,6 +397,7 @@ fn attention_and_shapeless_gemms() {
         },
         outputs: vec![Tensor::new(vec![4, 4096, 4096], DType::Bf16)],
         duration_ns: None,
+        live_out: false,
     };
     assert_eq!(hw.op_ns(&attn), ceil_ns(2.0 * one));
     // Without a shape, a GEMM runs at the tensor peak of its output dtype (tf32 for f32).

@@ -200,6 +200,7 @@ pub(crate) fn compute(
         },
         outputs,
         duration_ns: None,
+        live_out: false,
     }
 }
 
@@ -226,6 +227,7 @@ pub(crate) fn collective(
         },
         outputs: out.into_iter().collect(),
         duration_ns: None,
+        live_out: false,
     }
 }
 
