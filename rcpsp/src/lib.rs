@@ -69,7 +69,7 @@ pub use modal::{
     ModalSolution, ModalSolver, Region,
 };
 pub use modal::{Membership, Reduced};
-pub use oddeven::{OddEven, OddEvenConfig, OddEvenReport, RoundReport};
+pub use oddeven::{Admission, OddEven, OddEvenConfig, OddEvenReport, RoundReport};
 pub use problem::{
     Activity, ActivityId, Arc, Precedence, Problem, ProblemBuilder, ProblemError, Resource,
     ResourceId, Time,

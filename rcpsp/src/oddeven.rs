@@ -69,6 +69,7 @@ use window::{TimeIndex, Window};
 /// Time units across a window's sub-problem (see the module docs).
 pub const RESOLUTION: Time = 1_000;
 
+
 /// Configuration of the odd-even driver.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -150,10 +151,19 @@ pub struct OddEvenReport {
     pub work: u64,
 }
 
+/// A side constraint of the odd-even driver that the RCPSP does not model (a memory budget,
+/// for instance): the driver keeps a pass's new schedule only if this admits it.
+pub trait Admission: Send + Sync {
+    /// Whether the schedule with these start times (one per activity) is admitted. Called
+    /// once per pass and once per half of a pass's windows tried (see [`OddEven`]).
+    fn admits(&self, starts: &[Time]) -> bool;
+}
+
 /// The odd-even driver around an inner solver. See the module docs.
 pub struct OddEven {
     inner: Box<dyn Solver>,
     name: String,
+    admission: Option<std::sync::Arc<dyn Admission>>,
     /// The configuration.
     pub config: OddEvenConfig,
 }
@@ -174,8 +184,19 @@ impl OddEven {
         Self {
             inner,
             name,
+            admission: None,
             config,
         }
+    }
+
+    /// The driver with a side constraint: a pass's combined schedule replaces the current one
+    /// only if `admission` admits it (else halves of its windows are tried, as for a longer
+    /// makespan). The start must be admitted by the caller; a problem no larger than one
+    /// window is solved whole and not checked (the caller checks the result). Cost: one call
+    /// per pass, up to 15 when the pass's windows are halved.
+    pub fn with_admission(mut self, admission: std::sync::Arc<dyn Admission>) -> Self {
+        self.admission = Some(admission);
+        self
     }
 
     /// Runs the driver; the starting order is `limits.initial`'s, else the best schedule of a
@@ -421,7 +442,7 @@ impl OddEven {
             }
         }
         let began = Instant::now();
-        pass.improved = state.apply(problem, &moves, 3);
+        pass.improved = state.apply(problem, &moves, 3, self.admission.as_deref());
         state.finishing = began.elapsed().max(Duration::from_millis(50));
         pass
     }
@@ -532,6 +553,73 @@ mod tests {
             );
         }
         assert_eq!(report.outcome.solver, "sgs+oddeven");
+    }
+
+    /// Admits schedules in which activity `a` starts no earlier than `at`, counting calls.
+    struct NotBefore {
+        a: usize,
+        at: Time,
+        calls: std::sync::atomic::AtomicUsize,
+    }
+
+    impl Admission for NotBefore {
+        fn admits(&self, starts: &[Time]) -> bool {
+            self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            starts[self.a] >= self.at
+        }
+    }
+
+    #[test]
+    fn an_admission_keeps_every_accepted_pass_within_its_constraint() {
+        let p = training_step(&TrainingStep::with_size(300, 2, 3));
+        let limits = Limits {
+            threads: 1,
+            work_limit: Some(2_000),
+            ..Limits::default()
+        };
+        let free = driver(8).run(&p, &limits).unwrap();
+        let start = free.outcome.schedule.clone().unwrap();
+        // From the free run's result: keep the activity that starts last where it is.
+        let last = (0..p.len()).max_by_key(|&a| start.starts()[a]).unwrap();
+        let at = start.starts()[last];
+        let admission = std::sync::Arc::new(NotBefore {
+            a: last,
+            at,
+            calls: Default::default(),
+        });
+        let report = driver(8)
+            .with_admission(admission.clone())
+            .run(
+                &p,
+                &Limits {
+                    initial: Some(start.clone()),
+                    ..limits.clone()
+                },
+            )
+            .unwrap();
+        let s = report.outcome.schedule.unwrap();
+        check(&p, &s).unwrap();
+        assert!(s.starts()[last] >= at, "the constraint holds");
+        assert!(admission.calls.load(std::sync::atomic::Ordering::Relaxed) > 0);
+        // An admission that refuses everything keeps the start's order.
+        struct Never;
+        impl Admission for Never {
+            fn admits(&self, _: &[Time]) -> bool {
+                false
+            }
+        }
+        let report = driver(8)
+            .with_admission(std::sync::Arc::new(Never))
+            .run(
+                &p,
+                &Limits {
+                    initial: Some(start.clone()),
+                    ..limits
+                },
+            )
+            .unwrap();
+        assert_eq!(report.outcome.schedule.unwrap().starts(), start.starts());
+        assert!(report.rounds.iter().all(|r| r.improved == 0));
     }
 
     #[test]

@@ -91,13 +91,15 @@ impl<'p> State<'p> {
             .collect();
     }
 
-    /// Applies the windows' new starts together if the makespan does not get worse, else
-    /// halves of them (up to `depth` levels); returns how many windows were kept.
+    /// Applies the windows' new starts together if the makespan does not get worse and
+    /// `admission` (if any) admits the result, else halves of them (up to `depth` levels);
+    /// returns how many windows were kept.
     pub(super) fn apply(
         &mut self,
         problem: &'p Problem,
         moves: &[Vec<(ActivityId, Time)>],
         depth: usize,
+        admission: Option<&dyn super::Admission>,
     ) -> usize {
         if moves.is_empty() {
             return 0;
@@ -113,11 +115,14 @@ impl<'p> State<'p> {
         if makespan <= self.makespan {
             // Sorting by the decoded schedule and decoding again starts nothing later.
             let decoded = self.decoder.starts().to_vec();
-            self.order = self.sorted(problem, &decoded);
-            self.makespan = self.decoder.serial(&self.order);
-            debug_assert!(self.makespan <= makespan);
-            self.refresh(problem);
-            return moves.len();
+            let order = self.sorted(problem, &decoded);
+            let makespan = self.decoder.serial(&order);
+            if admission.is_none_or(|a| a.admits(self.decoder.starts())) {
+                self.order = order;
+                self.makespan = makespan;
+                self.refresh(problem);
+                return moves.len();
+            }
         }
         // Restore the decoder's schedule of the current order.
         self.decoder.serial(&self.order);
@@ -125,6 +130,7 @@ impl<'p> State<'p> {
             return 0;
         }
         let (first, second) = moves.split_at(moves.len() / 2);
-        self.apply(problem, first, depth - 1) + self.apply(problem, second, depth - 1)
+        self.apply(problem, first, depth - 1, admission)
+            + self.apply(problem, second, depth - 1, admission)
     }
 }
