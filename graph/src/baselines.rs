@@ -9,6 +9,8 @@
 //!   they are ready, one in flight per channel. XLA's scheduler works bottom-up over an
 //!   HLO sequence with its own cost model; this one is top-down over the graph with the
 //!   profile's durations: the same policy, not a port. O((ops + deps) log ops).
+//!   [`lhs_within`] adds XLA's treatment of a memory limit: a tie-breaker, and one retry at
+//!   0.9 of the limit when the schedule's peak is over it.
 //! - [`inductor`]: PyTorch Inductor's overlap passes (`torch/_inductor/comms.py`:
 //!   `raise_comms`, `sink_waits`) applied to the program order: each collective moves earlier,
 //!   to just after its last producer, and each op that reads a collective's result moves later,
@@ -47,6 +49,39 @@ pub fn bottom_levels(graph: &Graph, durations: &[u64]) -> Vec<u64> {
 
 /// The XLA-latency-hiding-scheduler-like list scheduler (see the module docs).
 pub fn lhs(graph: &Graph, durations: &[u64]) -> Result<StreamPlan, GraphError> {
+    lhs_limited(graph, durations, u64::MAX)
+}
+
+/// Ready ops [`lhs_within`] looks at, best first, when the best does not fit its limit.
+const LHS_LOOKAHEAD: usize = 64;
+
+/// [`lhs`] under a memory budget (bytes, resident included; see [`crate::memory`]), with
+/// the treatment XLA's latency-hiding scheduler gives its memory limit: memory is a
+/// tie-breaker, not a constraint. Each stream takes its best ready op by the [`lhs`] key when
+/// its buffers fit under the limit; when they do not, it takes the best of the next ready ops
+/// (up to 64) that fits, else the one that frees the most memory when it ends if that is more
+/// than it allocates, else it waits for memory to be freed (starting its best op anyway when
+/// nothing runs). XLA then checks the schedule's peak and, when it is over the limit,
+/// schedules once more with 0.9 of it (`xla/service/latency_hiding_scheduler.cc`); so does
+/// this. The plan can still be over the budget: that is the baseline's answer, reported as
+/// is. Cost: two [`lhs`] runs, each op compared with at most 64 others, and two simulations.
+pub fn lhs_within(
+    graph: &Graph,
+    durations: &[u64],
+    budget_bytes: u64,
+    contention: f64,
+) -> Result<StreamPlan, GraphError> {
+    let limit = |b: u64| b.saturating_sub(graph.resident_bytes());
+    let plan = lhs_limited(graph, durations, limit(budget_bytes))?;
+    let peak = crate::simulate(graph, &plan, durations, contention)?.peak_memory_bytes(graph);
+    if peak <= budget_bytes {
+        return Ok(plan);
+    }
+    lhs_limited(graph, durations, limit(budget_bytes / 10 * 9))
+}
+
+/// [`lhs`] with live-tensor bytes kept under `limit` as a tie-breaker (see [`lhs_within`]).
+fn lhs_limited(graph: &Graph, durations: &[u64], limit: u64) -> Result<StreamPlan, GraphError> {
     let n = graph.len();
     if durations.len() != n {
         return Err(GraphError::InvalidPlan {
@@ -88,15 +123,69 @@ pub fn lhs(graph: &Graph, durations: &[u64]) -> Result<StreamPlan, GraphError> {
     let mut running: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
     let mut now = 0u64;
     let mut placed = 0;
+    // Memory, as `memory::profile` counts it: live-tensor bytes, and each op's readers left.
+    let alloc: Vec<u64> = graph.ops().map(|o| o.buffer_bytes()).collect();
+    let keep: Vec<bool> = graph.ops().map(|o| o.live_out).collect();
+    let mut readers: Vec<usize> = graph.ids().map(|o| graph.successors(o).len()).collect();
+    let mut live = 0u64;
+    // Bytes freed when `o` ends, if it started now.
+    let frees = |o: usize, readers: &[usize]| -> u64 {
+        let own = if readers[o] == 0 && !keep[o] {
+            alloc[o]
+        } else {
+            0
+        };
+        own + graph
+            .predecessors(OpId(o))
+            .iter()
+            .filter(|p| readers[p.0] == 1 && !keep[p.0])
+            .map(|p| alloc[p.0])
+            .sum::<u64>()
+    };
     while placed < n {
         for s in 0..streams.len() {
-            if free_at[s] <= now {
-                if let Some((_, _, Reverse(o))) = ready[s].pop() {
-                    orders[s].push(OpId(o));
-                    free_at[s] = now + durations[o];
-                    running.push(Reverse((free_at[s], o)));
-                    placed += 1;
+            if free_at[s] > now {
+                continue;
+            }
+            let pick = if limit == u64::MAX {
+                ready[s].pop()
+            } else {
+                let idle = running.is_empty();
+                let mut seen = Vec::new();
+                let mut pick = None;
+                while let Some(k) = ready[s].pop() {
+                    if live.saturating_add(alloc[k.2 .0]) <= limit {
+                        pick = Some(k);
+                        break;
+                    }
+                    seen.push(k);
+                    if seen.len() >= LHS_LOOKAHEAD {
+                        break;
+                    }
                 }
+                if pick.is_none() {
+                    // Nothing fits: the op freeing the most more than it allocates, else
+                    // wait (or, when nothing runs, the best op anyway).
+                    let relief = seen
+                        .iter()
+                        .enumerate()
+                        .map(|(i, k)| (frees(k.2 .0, &readers) as i128 - alloc[k.2 .0] as i128, i))
+                        .max_by_key(|&(r, i)| (r, Reverse(i)));
+                    match relief {
+                        Some((r, i)) if r > 0 => pick = Some(seen.swap_remove(i)),
+                        Some(_) if idle && !seen.is_empty() => pick = Some(seen.swap_remove(0)),
+                        _ => {}
+                    }
+                }
+                ready[s].extend(seen);
+                pick
+            };
+            if let Some((_, _, Reverse(o))) = pick {
+                orders[s].push(OpId(o));
+                free_at[s] = now + durations[o];
+                running.push(Reverse((free_at[s], o)));
+                placed += 1;
+                live += alloc[o];
             }
         }
         // Advance to the next completion and release its consumers.
@@ -109,6 +198,15 @@ pub fn lhs(graph: &Graph, durations: &[u64]) -> Result<StreamPlan, GraphError> {
                 break;
             }
             running.pop();
+            if readers[o] == 0 && !keep[o] {
+                live -= alloc[o];
+            }
+            for p in graph.predecessors(OpId(o)) {
+                readers[p.0] -= 1;
+                if readers[p.0] == 0 && !keep[p.0] {
+                    live -= alloc[p.0];
+                }
+            }
             for s in graph.successors(OpId(o)) {
                 ready_at[s.0] = ready_at[s.0].max(now);
                 missing[s.0] -= 1;

@@ -204,6 +204,10 @@ pub struct ListConfig {
     pub samples: usize,
     /// The rules, in the order they run (the first always runs).
     pub rules: Vec<Rule>,
+    /// A memory budget (bytes, resident bytes included; see [`crate::memory`]), or `None`.
+    /// Under a budget, forward list schedules start an op only when its buffers fit (see
+    /// "Memory" in the module docs) and candidates within the budget come before the others.
+    pub memory_budget: Option<u64>,
 }
 
 impl Default for ListConfig {
@@ -214,6 +218,7 @@ impl Default for ListConfig {
             seed: 0,
             samples: 16,
             rules: Rule::DEFAULT.to_vec(),
+            memory_budget: None,
         }
     }
 }
@@ -227,6 +232,9 @@ pub struct Candidate {
     pub plan: StreamPlan,
     /// The plan's simulated makespan with [`ListConfig::contention`] (ns).
     pub makespan_ns: u64,
+    /// The plan's memory peak (bytes, resident included), as [`crate::memory::profile`]
+    /// counts it on its simulated timeline.
+    pub peak_bytes: u64,
 }
 
 /// Which way a list schedule places ops.
@@ -292,6 +300,7 @@ pub fn justify(
         })
         .collect();
     let start = Schedule {
+        peak: crate::memory::profile(graph, &timeline)?.transient_peak_bytes(),
         end: timeline.end,
         orders,
         makespan: timeline.makespan,
@@ -324,7 +333,10 @@ pub fn portfolio(
     if config.rules.is_empty() {
         return Err(invalid("list::portfolio: the config names no rule".into()));
     }
-    let net = Net::new(graph);
+    let mut net = Net::new(graph);
+    if let Some(budget) = config.memory_budget {
+        net.limit = budget.saturating_sub(graph.resident_bytes());
+    }
     let mut p = Priorities::new(durations);
     let mut found: Vec<(Rule, Schedule)> = Vec::new();
     for (i, &rule) in config.rules.iter().enumerate() {
@@ -357,7 +369,7 @@ pub fn portfolio(
             }
             Rule::Justified => {
                 let mut starts: Vec<&Schedule> = found.iter().map(|(_, s)| s).collect();
-                starts.sort_by_key(|s| s.makespan);
+                starts.sort_by_key(|s| net.key(s));
                 let first;
                 if starts.is_empty() {
                     first = forward(p.bottom(&net), false)?;
@@ -367,22 +379,23 @@ pub fn portfolio(
                 let mut best: Option<Schedule> = None;
                 for (k, start) in starts.iter().enumerate() {
                     // A plan at the floor is optimal: no other start can do better.
-                    if k > 0 && (stop() || best.as_ref().is_some_and(|b| b.makespan <= floor)) {
+                    let settled = |b: &Schedule| b.makespan <= floor && !net.over(b);
+                    if k > 0 && (stop() || best.as_ref().is_some_and(settled)) {
                         break;
                     }
                     if starts[..k].iter().any(|s| s.orders == start.orders) {
                         continue;
                     }
                     let j = improve(&net, durations, (*start).clone(), floor, slowed, stop)?;
-                    if best.as_ref().is_none_or(|b| j.makespan < b.makespan) {
+                    if best.as_ref().is_none_or(|b| net.key(&j) < net.key(b)) {
                         best = Some(j);
                     }
                 }
                 best.ok_or_else(|| invalid("list::portfolio: nothing to justify".into()))?
             }
             Rule::Sampled => {
-                let incumbent = found.iter().map(|(_, s)| s.makespan).min();
-                let settled = incumbent.is_some_and(|m| m <= p.floor(&net));
+                let incumbent = found.iter().map(|(_, s)| net.key(s)).min();
+                let settled = incumbent.is_some_and(|(over, m)| !over && m <= p.floor(&net));
                 sampled(&net, durations, &mut p, config, settled, slowed, stop)?
             }
         };
@@ -392,21 +405,21 @@ pub fn portfolio(
     for (i, (rule, s)) in found.iter().enumerate() {
         // Rules often agree: build each distinct plan once.
         let same = found[..i].iter().position(|(_, t)| t.orders == s.orders);
-        let (plan, makespan_ns) = match same {
-            Some(j) => (out[j].plan.clone(), out[j].makespan_ns),
-            None => {
-                // The event loop that timed the orders is the simulator's (tests check that
-                // the two agree); `StreamPlan::new` checks the plan.
-                (net.plan(graph, &s.orders)?, s.makespan)
-            }
+        let plan = match same {
+            Some(j) => out[j].plan.clone(),
+            // The event loop that timed the orders is the simulator's (tests check that the
+            // two agree); `StreamPlan::new` checks the plan.
+            None => net.plan(graph, &s.orders)?,
         };
         out.push(Candidate {
             rule: *rule,
             plan,
-            makespan_ns,
+            makespan_ns: s.makespan,
+            peak_bytes: graph.resident_bytes().saturating_add(s.peak),
         });
     }
-    out.sort_by_key(|c| c.makespan_ns);
+    let budget = config.memory_budget.unwrap_or(u64::MAX);
+    out.sort_by_key(|c| (c.peak_bytes > budget, c.makespan_ns));
     Ok(out)
 }
 
@@ -448,9 +461,9 @@ fn sampled(
         (p.energy(net).to_vec(), Direction::Forward),
     ];
     let floor = p.floor(net);
-    let mut kept: Vec<(u64, usize, Schedule)> = Vec::new();
+    let mut kept: Vec<((bool, u64), usize, Schedule)> = Vec::new();
     for i in 0..config.samples.max(1) {
-        if i > 0 && (settled || stop() || kept[0].0 <= floor) {
+        if i > 0 && (settled || stop() || (!kept[0].0 .0 && kept[0].0 .1 <= floor)) {
             break;
         }
         let mut rng = ChaCha8Rng::seed_from_u64(config.seed);
@@ -466,7 +479,7 @@ fn sampled(
             Direction::Forward => s,
             Direction::Backward => replay(net, d, forward_orders(s.orders, *direction), slowed)?,
         };
-        kept.push((s.makespan, i, s));
+        kept.push((net.key(&s), i, s));
         kept.sort_by_key(|k| (k.0, k.1));
         kept.truncate(SAMPLES_JUSTIFIED);
     }
@@ -477,7 +490,7 @@ fn sampled(
         } else {
             improve(net, d, s, floor, slowed, stop)?
         };
-        if best.as_ref().is_none_or(|b| j.makespan < b.makespan) {
+        if best.as_ref().is_none_or(|b| net.key(&j) < net.key(b)) {
             best = Some(j);
         }
     }

@@ -25,6 +25,13 @@ pub(super) struct Net {
     succ: Vec<usize>,
     pred_at: Vec<usize>,
     pred: Vec<usize>,
+    /// Per op: the bytes it allocates when it starts ([`crate::Op::buffer_bytes`]).
+    alloc: Vec<u64>,
+    /// Per op: its outputs are kept to the end of the step ([`crate::Op::live_out`]).
+    keep: Vec<bool>,
+    /// Most bytes of live tensors a forward list schedule may hold (a memory budget less the
+    /// resident bytes); `u64::MAX` when there is no budget.
+    pub(super) limit: u64,
 }
 
 impl Net {
@@ -62,6 +69,9 @@ impl Net {
             at_p[c] += 1;
         }
         Net {
+            alloc: graph.ops().map(|o| o.buffer_bytes()).collect(),
+            keep: graph.ops().map(|o| o.live_out).collect(),
+            limit: u64::MAX,
             comm: streams.iter().map(|s| *s != Stream::Compute).collect(),
             streams,
             stream,
@@ -74,6 +84,16 @@ impl Net {
 
     pub(super) fn len(&self) -> usize {
         self.stream.len()
+    }
+
+    /// Whether a forward schedule holds more live-tensor bytes than [`Net::limit`].
+    pub(super) fn over(&self, s: &Schedule) -> bool {
+        s.peak > self.limit
+    }
+
+    /// The order of schedules under a budget: within it first, then shorter.
+    pub(super) fn key(&self, s: &Schedule) -> (bool, u64) {
+        (self.over(s), s.makespan)
     }
 
     pub(super) fn succs(&self, v: usize) -> &[usize] {
@@ -108,6 +128,9 @@ pub(super) struct Schedule {
     pub(super) orders: Vec<Vec<usize>>,
     /// Latest end (ns).
     pub(super) makespan: u64,
+    /// Peak of the live-tensor bytes (resident bytes not included) of a forward schedule, as
+    /// [`crate::memory::profile`] counts them; meaningless for a backward one.
+    pub(super) peak: u64,
 }
 
 /// The launch orders of a schedule's plan: a backward schedule's placement orders reversed.
@@ -117,6 +140,10 @@ pub(super) fn forward_orders(mut orders: Vec<Vec<usize>>, direction: Direction) 
     }
     orders
 }
+
+/// How many ready ops of a stream a forward list schedule under a budget tries, best first,
+/// before its stream idles for want of memory.
+const GATE_LOOKAHEAD: usize = 64;
 
 /// How the next op of a free stream is chosen.
 enum Pick<'a> {
@@ -197,28 +224,67 @@ fn engine(
     let mut end = vec![0u64; n];
     let mut running: Vec<Option<(usize, u64)>> = vec![None; ns];
     let (mut now, mut finished) = (0u64, 0usize);
+    // Live-tensor bytes, tracked in forward time as `memory::profile` counts them: an op
+    // allocates when it starts; a tensor is freed when its last reader ends (its producer's
+    // end when nothing reads it), unless it is kept to the end. Ends are handled before the
+    // next launches, so frees come before allocations at equal times.
+    let mut readers: Vec<usize> = (0..n)
+        .map(|v| net.succ_at[v + 1] - net.succ_at[v])
+        .collect();
+    let (mut live, mut peak) = (0u64, 0u64);
+    // A forward list schedule under a budget starts an op only if its buffers fit; when no
+    // stream runs and nothing fits, the best ready op starts anyway (the plan is then over
+    // budget, which its peak says).
+    let gated = !backward && net.limit != u64::MAX && matches!(pick, Pick::List(_));
+    let id = |k: (u64, u64, usize)| if backward { k.2 } else { usize::MAX - k.2 };
     loop {
-        for s in 0..ns {
-            if running[s].is_some() {
-                continue;
+        // The second sweep runs only when, under a budget, nothing runs and nothing fitted:
+        // its first launch is forced.
+        for sweep in 0..2 {
+            let mut forced = sweep == 1;
+            if forced && !(gated && finished < n && running.iter().all(Option::is_none)) {
+                break;
             }
-            let next = match &mut pick {
-                Pick::List(heaps) => {
-                    heaps[s]
-                        .pop()
-                        .map(|k| if backward { k.2 } else { usize::MAX - k.2 })
+            for s in 0..ns {
+                if running[s].is_some() {
+                    continue;
                 }
-                Pick::Fixed(order, at) => match order[s].get(at[s]) {
-                    Some(&v) if missing[v] == 0 => {
-                        at[s] += 1;
-                        Some(v)
+                let next = match &mut pick {
+                    Pick::List(heaps) if gated => {
+                        let mut held = Vec::new();
+                        let mut chosen = None;
+                        while let Some(k) = heaps[s].pop() {
+                            let v = id(k);
+                            if forced || live.saturating_add(net.alloc[v]) <= net.limit {
+                                chosen = Some(v);
+                                break;
+                            }
+                            held.push(k);
+                            if held.len() >= GATE_LOOKAHEAD {
+                                break;
+                            }
+                        }
+                        heaps[s].extend(held);
+                        if chosen.is_some() {
+                            forced = false;
+                        }
+                        chosen
                     }
-                    _ => None,
-                },
-            };
-            if let Some(v) = next {
-                orders[s].push(v);
-                running[s] = Some((v, d[v].saturating_mul(UNITS)));
+                    Pick::List(heaps) => heaps[s].pop().map(id),
+                    Pick::Fixed(order, at) => match order[s].get(at[s]) {
+                        Some(&v) if missing[v] == 0 => {
+                            at[s] += 1;
+                            Some(v)
+                        }
+                        _ => None,
+                    },
+                };
+                if let Some(v) = next {
+                    orders[s].push(v);
+                    running[s] = Some((v, d[v].saturating_mul(UNITS)));
+                    live += net.alloc[v];
+                    peak = peak.max(live);
+                }
             }
         }
         if finished == n {
@@ -253,6 +319,17 @@ fn engine(
             *slot = None;
             end[v] = now;
             finished += 1;
+            if !backward {
+                if readers[v] == 0 && !net.keep[v] {
+                    live -= net.alloc[v];
+                }
+                for &p in net.preds(v) {
+                    readers[p] -= 1;
+                    if readers[p] == 0 && !net.keep[p] {
+                        live -= net.alloc[p];
+                    }
+                }
+            }
             for &w in &outs.1[outs.0[v]..outs.0[v + 1]] {
                 ready_at[w] = ready_at[w].max(now);
                 missing[w] -= 1;
@@ -268,6 +345,7 @@ fn engine(
         makespan: end.iter().copied().max().unwrap_or(0),
         end,
         orders,
+        peak,
     })
 }
 
@@ -284,7 +362,7 @@ pub(super) fn improve(
     let mut current = start.clone();
     let mut best = start;
     for _ in 0..JUSTIFY_ROUNDS {
-        if best.makespan <= floor || stop() {
+        if (best.makespan <= floor && !net.over(&best)) || stop() {
             break;
         }
         let b = run(net, d, &current.end, Direction::Backward, false, slowed)?;
@@ -295,15 +373,15 @@ pub(super) fn improve(
             slowed,
         )?;
         let left = run(net, d, &b.end, Direction::Forward, false, slowed)?;
-        let round = if left.makespan <= right.makespan {
+        let round = if net.key(&left) <= net.key(&right) {
             left
         } else {
             right
         };
-        if round.makespan >= current.makespan {
+        if net.key(&round) >= net.key(&current) {
             break;
         }
-        if round.makespan < best.makespan {
+        if net.key(&round) < net.key(&best) {
             best = round.clone();
         }
         current = round;
