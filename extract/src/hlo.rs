@@ -1,4 +1,11 @@
 //! XLA HLO text: parse a module ([`parse()`]) and lower it to a graph ([`lower()`]).
+//!
+//! The lowered graph carries the module's memory information ([`concerto_graph::memory`]):
+//! the entry parameters' bytes as resident bytes
+//! ([`Graph::resident_bytes`](concerto_graph::Graph::resident_bytes)), and the ops whose
+//! outputs reach the entry's `ROOT` as step outputs
+//! ([`Op::live_out`](concerto_graph::Op::live_out)); the [`lower`](mod@lower) module docs say
+//! what is counted.
 
 pub mod ast;
 pub mod export;

@@ -35,6 +35,28 @@
 //!   `attention`) as attention of `4 b s^2 h d` flops (backward 2.5x), others memory-bound.
 //! - **Unknown opcodes** become memory-bound compute ops, with one warning per opcode.
 //!
+//!
+//! # Memory
+//!
+//! The graph carries what [`concerto_graph::memory`] needs besides the ops' output tensors
+//! (an array result gives its op one output tensor of its per-device shape and element type;
+//! a tuple-shaped compute result, such as a multi-output fusion, declares none):
+//!
+//! - **Resident bytes** ([`Graph::resident_bytes`]): the bytes of the entry computation's
+//!   parameters (parameters, optimizer state, inputs of the step), each array counted with the
+//!   same shape-to-tensor code as the ops' outputs, a tuple-shaped parameter as the sum of its
+//!   leaves, tokens as 0. Not counted: constants, and the buffers that XLA's
+//!   `input_output_alias` (donation) lets an output share with a parameter, so an updated
+//!   parameter counts both as resident and as a step output.
+//! - **Step outputs** ([`Op::live_out`]): the ops whose output reaches the entry's `ROOT`,
+//!   directly or through free instructions only: `tuple` and `get-tuple-element` (followed
+//!   element by element, so a `get-tuple-element` of a tuple reaches only that element),
+//!   `bitcast`, `reshape`, `opt-barrier`, `add-dependency`, `domain`, the `-done` and
+//!   `-update` of an async pair (the start is the op), a collective of one rank, an inlined
+//!   `call`'s root, and an unrolled `while`'s final state (an element the body passes through
+//!   unchanged keeps its value from before the loop). A parameter, a constant or an id that
+//!   reaches the root is no op's output and marks nothing.
+//!
 //! Cost: O(instructions * operands), plus the unrolled bodies.
 
 mod collectives;
@@ -127,11 +149,107 @@ fn dtype(shape: &Shape) -> DType {
 /// The value of an instruction for its users: the ops it depends on.
 type Deps = Vec<OpId>;
 
+/// Whose outputs an instruction's value is, element by element: a tuple keeps one entry per
+/// element, so `get-tuple-element` can pick one; any other value is the outputs of a set of
+/// ops (none for a parameter or a constant; the op itself for a costed instruction). What
+/// reaches the entry's root decides [`Op::live_out`] (see the module docs).
+#[derive(Clone, Debug)]
+enum Held {
+    /// The outputs of these ops.
+    Ops(Vec<OpId>),
+    /// A tuple, one entry per element.
+    Tuple(Vec<Held>),
+}
+
+impl Default for Held {
+    fn default() -> Self {
+        Held::Ops(Vec::new())
+    }
+}
+
+impl Held {
+    /// Every op of the value, each leaf's in order (repeats possible).
+    fn ops(&self, out: &mut Vec<OpId>) {
+        match self {
+            Held::Ops(v) => out.extend_from_slice(v),
+            Held::Tuple(v) => v.iter().for_each(|h| h.ops(out)),
+        }
+    }
+
+    /// Element `index` of a tuple; the whole value when it is not a tuple (an op whose result
+    /// is a tuple, say) or has no such element.
+    fn element(&self, index: Option<usize>) -> Held {
+        match (self, index) {
+            (Held::Tuple(v), Some(k)) if k < v.len() => v[k].clone(),
+            _ => self.flattened(),
+        }
+    }
+
+    /// The value as one set of ops.
+    fn flattened(&self) -> Held {
+        match self {
+            Held::Ops(_) => self.clone(),
+            Held::Tuple(_) => {
+                let mut v = Vec::new();
+                self.ops(&mut v);
+                v.sort_unstable();
+                v.dedup();
+                Held::Ops(v)
+            }
+        }
+    }
+}
+
+/// An instruction's value: the ops it depends on, and whose outputs it is.
+#[derive(Clone, Debug, Default)]
+struct Value {
+    deps: Deps,
+    held: Held,
+}
+
+impl Value {
+    /// The value of a new op: it depends on the op and is its outputs.
+    fn op(id: OpId) -> Value {
+        Value {
+            deps: vec![id],
+            held: Held::Ops(vec![id]),
+        }
+    }
+}
+
+/// Opcodes whose value is their first operand's, element by element (see the module docs).
+const FORWARDING: &[&str] = &[
+    "bitcast",
+    "reshape",
+    "opt-barrier",
+    "add-dependency",
+    "domain",
+];
+
+/// The per-device tensor of an array shape (`None` for a tuple or a token): what an op
+/// declares as its output, and how a parameter's bytes are counted.
+fn tensor(shape: &Shape) -> Option<Tensor> {
+    match shape {
+        Shape::Array { dims, .. } => Some(Tensor::new(dims.clone(), dtype(shape))),
+        _ => None,
+    }
+}
+
+/// Bytes of a value of `shape`: its arrays' [`tensor`] bytes (a tuple: the sum of its leaves).
+fn leaf_bytes(shape: &Shape) -> u64 {
+    match shape {
+        Shape::Tuple(v) => v.iter().map(leaf_bytes).sum(),
+        s => tensor(s).map_or(0, |t| t.bytes()),
+    }
+}
+
 struct Lowerer<'m> {
     module: &'m Module,
     options: &'m ImportOptions,
     devices: u32,
-    builder: GraphBuilder,
+    /// The ops so far with their dependencies, added to the graph at the end, once the root
+    /// says which are step outputs.
+    ops: Vec<(Op, Deps)>,
     report: ImportReport,
     warned: BTreeSet<String>,
     added: usize,
@@ -162,7 +280,7 @@ pub fn lower(module: &Module, options: &ImportOptions) -> Result<(Graph, ImportR
         module,
         options,
         devices,
-        builder: GraphBuilder::new(module.name.clone()),
+        ops: Vec::new(),
         report: ImportReport::default(),
         warned: BTreeSet::new(),
         added: 0,
@@ -173,8 +291,26 @@ pub fn lower(module: &Module, options: &ImportOptions) -> Result<(Graph, ImportR
     for i in &entry.instructions {
         *l.report.opcodes.entry(i.opcode.clone()).or_default() += 1;
     }
-    l.computation(entry, &[], "")?;
-    Ok((l.builder.finish(), l.report))
+    let root = l.computation(entry, &[], "")?;
+    let mut live = Vec::new();
+    root.held.ops(&mut live);
+    for o in live {
+        l.ops[o.0].0.live_out = true;
+    }
+    let mut b = GraphBuilder::new(module.name.clone());
+    b.set_resident_bytes(
+        entry
+            .instructions
+            .iter()
+            .filter(|i| i.opcode == "parameter")
+            .map(|i| leaf_bytes(&i.shape))
+            .sum(),
+    );
+    for (op, deps) in l.ops {
+        let inputs: Vec<(OpId, usize)> = deps.iter().map(|&d| (d, 0)).collect();
+        b.try_add(op, &inputs)?;
+    }
+    Ok((b.finish(), l.report))
 }
 
 impl<'m> Lowerer<'m> {
@@ -202,28 +338,32 @@ impl<'m> Lowerer<'m> {
             .ok_or_else(|| self.error(i, format!("calls `%{name}`, which is not in the module")))
     }
 
-    /// Lowers a computation's instructions with `params[k]` the dependencies of parameter k
-    /// (all parameters share `params[0]` when only one set is given); returns the root's.
+    /// Lowers a computation's instructions with `params[k]` the value of parameter k (all
+    /// parameters share `params[0]` when only one is given); returns the root's value.
     fn computation(
         &mut self,
         comp: &'m Computation,
-        params: &[Deps],
+        params: &[Value],
         prefix: &str,
-    ) -> Result<Deps, HloError> {
-        let mut values: BTreeMap<&str, Deps> = BTreeMap::new();
+    ) -> Result<Value, HloError> {
+        let mut values: BTreeMap<&str, Value> = BTreeMap::new();
         let mut shapes: BTreeMap<&str, &Shape> = BTreeMap::new();
         for i in &comp.instructions {
             let mut deps: Deps = Vec::new();
+            let mut operands: Vec<&Value> = Vec::with_capacity(i.operands.len());
             for o in &i.operands {
-                let d = values.get(o.as_str()).ok_or_else(|| {
+                let v = values.get(o.as_str()).ok_or_else(|| {
                     self.error(i, format!("operand `%{o}` is not defined before it"))
                 })?;
-                deps.extend_from_slice(d);
+                deps.extend_from_slice(&v.deps);
+                operands.push(v);
             }
             deps.sort_unstable();
             deps.dedup();
             shapes.insert(&i.name, &i.shape);
             let op = i.opcode.as_str();
+            // Whose outputs a free instruction's value is (see the module docs).
+            let first = || operands.first().map(|v| v.held.clone()).unwrap_or_default();
             let value = if op == "parameter" {
                 let k: usize = i
                     .literal
@@ -235,21 +375,54 @@ impl<'m> Lowerer<'m> {
                     .or(params.first())
                     .cloned()
                     .unwrap_or_default()
-            } else if FREE.contains(&op) || op.ends_with("-done") || op.ends_with("-update") {
-                deps
+            } else if op == "tuple" {
+                let held = Held::Tuple(operands.iter().map(|v| v.held.clone()).collect());
+                Value { deps, held }
+            } else if op == "get-tuple-element" {
+                let index = i
+                    .attribute("index")
+                    .and_then(|a| a.integer().ok())
+                    .and_then(|k| usize::try_from(k).ok());
+                let held = operands
+                    .first()
+                    .map(|v| v.held.element(index))
+                    .unwrap_or_default();
+                Value { deps, held }
+            } else if FORWARDING.contains(&op) || op.ends_with("-done") || op.ends_with("-update") {
+                Value {
+                    deps,
+                    held: first(),
+                }
+            } else if FREE.contains(&op) {
+                // A constant, a token, an id: no op's output.
+                Value {
+                    deps,
+                    held: Held::default(),
+                }
             } else if let Some((kind, _)) = collective_kind(op) {
-                self.collective(i, kind, deps, prefix)?
+                match self.collective(i, kind, &deps, prefix)? {
+                    Some(id) => Value::op(id),
+                    // A group of one moves nothing: the value is the operand's.
+                    None => Value {
+                        deps,
+                        held: match &operands[..] {
+                            [v] => v.held.clone(),
+                            _ => Held::Tuple(operands.iter().map(|v| v.held.clone()).collect())
+                                .flattened(),
+                        },
+                    },
+                }
             } else if op == "while" {
-                self.while_loop(i, deps, prefix)?
+                let init = Value {
+                    deps,
+                    held: first(),
+                };
+                self.while_loop(i, init, prefix)?
             } else if op == "call" {
                 // Inlined, as XLA's CallInliner does before scheduling: the callee's ops are
                 // ops of the step (a `shard_map` body holds the collectives of a whole step).
                 let callee = self.called(i, "to_apply")?;
-                let params: Vec<Deps> = i
-                    .operands
-                    .iter()
-                    .map(|o| values.get(o.as_str()).cloned().unwrap_or_default())
-                    .collect();
+                let params: Vec<Value> = operands.iter().map(|&v| v.clone()).collect();
                 if self.depth >= 64 {
                     return Err(self.error(i, "calls and loops nest more than 64 deep"));
                 }
@@ -263,10 +436,8 @@ impl<'m> Lowerer<'m> {
                 if let concerto_graph::OpKind::Compute { gemm: g, .. } = &mut o.kind {
                     *g = gemm;
                 }
-                if let Shape::Array { dims, .. } = &i.shape {
-                    o.outputs.push(Tensor::new(dims.clone(), dtype(&i.shape)));
-                }
-                vec![self.add(o, &deps)?]
+                o.outputs.extend(tensor(&i.shape));
+                Value::op(self.add(o, &deps))
             };
             values.insert(&i.name, value);
         }
@@ -278,9 +449,10 @@ impl<'m> Lowerer<'m> {
         Ok(root)
     }
 
-    fn add(&mut self, op: Op, deps: &[OpId]) -> Result<OpId, HloError> {
+    /// Adds `op` reading `deps` (added to the graph at the end of [`lower`]); returns its id.
+    fn add(&mut self, op: Op, deps: &[OpId]) -> OpId {
         self.added += 1;
-        let inputs: Vec<(OpId, usize)> = deps.iter().map(|&d| (d, 0)).collect();
-        Ok(self.builder.try_add(op, &inputs)?)
+        self.ops.push((op, deps.to_vec()));
+        OpId(self.ops.len() - 1)
     }
 }

@@ -1,9 +1,9 @@
 //! Collectives: which opcodes are collectives, and one collective op per instruction (group
 //! size and link class from the replica groups).
 
-use concerto_graph::{CollectiveKind, LinkClass, Op, Tensor};
+use concerto_graph::{CollectiveKind, LinkClass, Op, OpId};
 
-use super::{dtype, Deps, Lowerer};
+use super::{tensor, Deps, Lowerer};
 use crate::hlo::ast::{Instruction, ReplicaGroups, Shape};
 use crate::hlo::HloError;
 
@@ -26,13 +26,15 @@ pub(super) fn collective_kind(opcode: &str) -> Option<(CollectiveKind, bool)> {
 }
 
 impl<'m> Lowerer<'m> {
+    /// One collective op for `i` reading `deps`, or `None` for a group of one rank (which
+    /// moves nothing: the value is the operand's).
     pub(super) fn collective(
         &mut self,
         i: &Instruction,
         kind: CollectiveKind,
-        deps: Deps,
+        deps: &Deps,
         prefix: &str,
-    ) -> Result<Deps, HloError> {
+    ) -> Result<Option<OpId>, HloError> {
         // The result of an async start: `all-reduce-start` has the result's shape; the others
         // are `(operands, result, context...)`: element 1.
         let shape = match &i.shape {
@@ -63,8 +65,7 @@ impl<'m> Lowerer<'m> {
             group
         };
         if group < 2 {
-            // A group of one moves nothing: the value is the operand's.
-            return Ok(deps);
+            return Ok(None);
         }
         let per_node = u64::from(self.options.gpus_per_node.max(1));
         let inter = groups.iter().any(|g| {
@@ -83,9 +84,7 @@ impl<'m> Lowerer<'m> {
             group,
             link,
         );
-        if let Shape::Array { dims, .. } = shape {
-            op.outputs.push(Tensor::new(dims.clone(), dtype(shape)));
-        }
-        Ok(vec![self.add(op, &deps)?])
+        op.outputs.extend(tensor(shape));
+        Ok(Some(self.add(op, deps)))
     }
 }

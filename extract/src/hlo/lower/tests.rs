@@ -454,3 +454,123 @@ fn real_jax_dumps_import_with_their_collectives() {
         assert_eq!(mesh, !name.starts_with("tp."), "{name}");
     }
 }
+
+/// Resident bytes are the entry parameters' (a tuple parameter's leaves, a token 0); step
+/// outputs are the ops whose output reaches the root through free instructions only, followed
+/// element by element through tuples, an async pair, an inlined call and an unrolled loop.
+#[test]
+fn resident_bytes_and_step_outputs() {
+    let (g, _) = import(
+        r#"HloModule m
+
+%sum (a: f32[], b: f32[]) -> f32[] {
+  %a = f32[] parameter(0)
+  %b = f32[] parameter(1)
+  ROOT %c = f32[] add(%a, %b)
+}
+
+%callee (x: f32[8]) -> (f32[8], f32[8]) {
+  %x = f32[8]{0} parameter(0)
+  %n = f32[8]{0} negate(%x)
+  %e = f32[8]{0} exponential(%n)
+  ROOT %r = (f32[8]{0}, f32[8]{0}) tuple(%e, %x)
+}
+
+%body (s: (s32[], f32[8], f32[8])) -> (s32[], f32[8], f32[8]) {
+  %s = (s32[], f32[8]{0}, f32[8]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %one = s32[] constant(1)
+  %n = s32[] add(%i, %one)
+  %v = f32[8]{0} get-tuple-element(%s), index=1
+  %w = f32[8]{0} sine(%v)
+  %keep = f32[8]{0} get-tuple-element(%s), index=2
+  ROOT %r = (s32[], f32[8]{0}, f32[8]{0}) tuple(%n, %w, %keep)
+}
+
+%cond (s: (s32[], f32[8], f32[8])) -> pred[] {
+  %s = (s32[], f32[8]{0}, f32[8]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %k = s32[] constant(2)
+  ROOT %lt = pred[] compare(%i, %k), direction=LT
+}
+
+ENTRY %main (p: f32[8], q: (bf16[4,4], s32[]), tok: token[]) -> (f32[2,4], f32[8], f32[8], f32[8], f32[8], f32[8], s32[]) {
+  %p = f32[8]{0} parameter(0)
+  %q = (bf16[4,4]{1,0}, s32[]) parameter(1)
+  %tok = token[] parameter(2)
+  %a = f32[8]{0} multiply(%p, %p)
+  %b = f32[8]{0} add(%a, %p)
+  %t = (f32[8]{0}, f32[8]{0}) tuple(%a, %b)
+  %tb = f32[8]{0} get-tuple-element(%t), index=1
+  %cast = f32[2,4]{1,0} bitcast(%tb)
+  %ars = f32[8]{0} all-reduce-start(%a), replica_groups={{0,1,2,3}}, to_apply=%sum
+  %ard = f32[8]{0} all-reduce-done(%ars)
+  %u = f32[8]{0} negate(%ard)
+  %c = (f32[8]{0}, f32[8]{0}) call(%a), to_apply=%callee
+  %c0 = f32[8]{0} get-tuple-element(%c), index=0
+  %zero = s32[] constant(0)
+  %d = f32[8]{0} cosine(%p)
+  %init = (s32[], f32[8]{0}, f32[8]{0}) tuple(%zero, %a, %d)
+  %loop = (s32[], f32[8]{0}, f32[8]{0}) while(%init), condition=%cond, body=%body
+  %lw = f32[8]{0} get-tuple-element(%loop), index=1
+  %lk = f32[8]{0} get-tuple-element(%loop), index=2
+  ROOT %out = (f32[2,4]{1,0}, f32[8]{0}, f32[8]{0}, f32[8]{0}, f32[8]{0}, f32[8]{0}, s32[]) tuple(%cast, %ard, %c0, %lw, %lk, %p, %zero)
+}
+"#,
+    );
+    // f32[8] + (bf16[4,4] + s32[]) + token[] = 32 + 32 + 4 + 0.
+    assert_eq!(g.resident_bytes(), 68);
+    let mut live: Vec<&str> = g
+        .ops()
+        .filter(|o| o.live_out)
+        .map(|o| o.name.as_str())
+        .collect();
+    live.sort_unstable();
+    // Not `a` (only element 0 of `t`, the call's passed-through element and the loop's start
+    // read it), nor `u` (read by nothing), the callee's `n`, iteration 0's `w` or the counter.
+    assert_eq!(live, ["ars", "b", "c.in.e", "d", "loop.it1.w"]);
+    assert_eq!(
+        g.len(),
+        11,
+        "{:?}",
+        g.ops().map(|o| &o.name).collect::<Vec<_>>()
+    );
+}
+
+/// The real dumps keep their memory information: `scan.opt` holds two parameters
+/// (f32[3,16,16] and f32[8,16]) and returns one fusion, after two unrolled loops; every
+/// module's parameters are resident and something is returned.
+#[test]
+fn real_jax_dumps_have_resident_bytes_and_step_outputs() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/hlo");
+    let options = ImportOptions {
+        gpus_per_node: 4,
+        ..ImportOptions::default()
+    };
+    for name in ["dp", "tp", "fsdp", "scan", "transposed"] {
+        for stage in ["spmd", "opt"] {
+            let path = dir.join(format!("{name}.{stage}.hlo"));
+            let (g, _) = crate::read_graph(&path, &options).unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            let m = parse(&text).unwrap();
+            let params: u64 = m
+                .entry()
+                .instructions
+                .iter()
+                .filter(|i| i.opcode == "parameter")
+                .map(|i| i.shape.bytes())
+                .sum();
+            // Every fixture's parameters are f32 or s32 arrays: the shape's own bytes.
+            assert_eq!(g.resident_bytes(), params, "{name}.{stage}");
+            assert!(g.ops().any(|o| o.live_out), "{name}.{stage}");
+        }
+    }
+    let (g, _) = crate::read_graph(&dir.join("scan.opt.hlo"), &options).unwrap();
+    assert_eq!(g.resident_bytes(), 4 * (3 * 16 * 16 + 8 * 16));
+    let live: Vec<&str> = g
+        .ops()
+        .filter(|o| o.live_out)
+        .map(|o| o.name.as_str())
+        .collect();
+    assert_eq!(live, ["multiply_subtract_fusion"]);
+}

@@ -3,17 +3,19 @@
 
 use std::collections::BTreeSet;
 
-use super::{Deps, ImportOptions, Lowerer};
+use super::{ImportOptions, Lowerer, Value};
 use crate::hlo::ast::{Computation, Instruction, Module};
 use crate::hlo::HloError;
 
 impl<'m> Lowerer<'m> {
+    /// Unrolls `while` loop `i` from its initial state `init`; returns the final state (the
+    /// value of the last iteration's root, or `init` after zero iterations).
     pub(super) fn while_loop(
         &mut self,
         i: &Instruction,
-        deps: Deps,
+        init: Value,
         prefix: &str,
-    ) -> Result<Deps, HloError> {
+    ) -> Result<Value, HloError> {
         let body = self.called(i, "body")?;
         let cond = self.called(i, "condition")?;
         let n = trip_count(self.module, self.options, i, cond, body).ok_or_else(|| {
@@ -45,7 +47,7 @@ impl<'m> Lowerer<'m> {
             ));
         }
         self.depth += 1;
-        let mut state = deps;
+        let mut state = init;
         for it in 0..n {
             let p = format!("{prefix}{}.it{it}.", i.name);
             match self.computation(body, std::slice::from_ref(&state), &p) {
