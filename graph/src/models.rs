@@ -35,6 +35,30 @@
 //!   microbatch backward; with a tied word embedding, its gradient is all-reduced with the
 //!   last stage before the optimizer.
 //!
+//! # Memory
+//! Besides the tensors of its ops, each graph says what [`crate::memory`] needs:
+//! - **Resident bytes** ([`Graph::resident_bytes`]), rank 0's for the whole step: the
+//!   parameters it holds in the graph's precision (its stage's, after tensor parallelism, as
+//!   [`parameters`] counts them; with ZeRO-3 only its `1/dp` share), plus Adam's state of the
+//!   parameters it updates: two f32 moments and, in mixed precision (bf16, f16), an f32 master
+//!   weight, 12 bytes per parameter (8 in f32). ZeRO-2 and ZeRO-3 shard that state: the rank
+//!   updates the `1/dp` share of each bucket (of each block with ZeRO-3), rounded up. So
+//!   with bf16 and no ZeRO it is 14 bytes per parameter; ZeRO-2 makes it `2 + 12 / dp`,
+//!   ZeRO-3 `14 / dp` (up to the rounding). Gradients are tensors of the graph (their
+//!   producers, reductions and updates), not resident; activations likewise. Not counted: a
+//!   pipeline's other stages, the last stage's copy of a tied embedding, BatchNorm running
+//!   statistics (the wide ResNet), the input batch, and framework buffers (DDP's flat gradient
+//!   buckets, DeepSpeed's partition buffers).
+//! - **Step outputs** ([`Op::live_out`](crate::Op::live_out)): the updated parameters, kept
+//!   to the end of the step: each Adam op's output (`grad_bucket<k>.adam`, `<block>.adam`),
+//!   and with ZeRO-2 each bucket's all-gather of them (`grad_bucket<k>.allgather`) instead of
+//!   its Adam op (whose shard is part of the gathered buffer). The loss is not one: its op also
+//!   writes the statistics the backward reads. The memory model does not know that an update
+//!   is in place, so the updated parameters count on top of the resident ones.
+//!
+//! Every model (GPT, ViT, wide ResNet, Evoformer) goes through the same step driver and
+//! optimizer, so all four carry these.
+//!
 //! # Names
 //! `[mb<i>.]<block>.fwd.<node>` and `[mb<i>.]<block>.bwd.<node>[.dgrad|.wgrad]` for the
 //! model's ops (`layer3.fwd.attn.qkv`, `layer3.fwd.tp_allreduce.attn`,
@@ -174,7 +198,8 @@ pub fn build(model: &Model, parallel: &Parallel) -> Result<Graph, GraphError> {
 /// Parameters held by rank 0 under `parallel`: its pipeline stage's, after tensor
 /// parallelism, before ZeRO sharding (divide by `dp` for ZeRO's share). With Adam in mixed
 /// precision they take 16 bytes each (bf16 parameter and gradient, f32 master weight and two
-/// moments), memory that the graph's tensors do not show.
+/// moments): the graph's resident bytes count the parameter, master weight and moments, its
+/// gradient ops the gradient (see the module docs, "Memory").
 pub fn parameters(model: &Model, parallel: &Parallel) -> Result<u64, GraphError> {
     let _precision = program::Precision::set(parallel.precision);
     Ok(step::stage_parameters(&model.blocks(parallel)?))
@@ -183,7 +208,7 @@ pub fn parameters(model: &Model, parallel: &Parallel) -> Result<u64, GraphError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{OpId, OpKind};
+    use crate::ir::{DType, OpId, OpKind};
 
     fn plans() -> Vec<Parallel> {
         vec![
@@ -292,6 +317,89 @@ mod tests {
         // Each forward activation's last reader is not before its producer.
         for (a, b) in g.dependencies() {
             assert!(a < b, "{ctx}");
+        }
+        // Memory: the parameters held and the optimizer state of those updated are resident;
+        // the updated parameters (ZeRO-2: gathered again) are the step's outputs.
+        let w = p.precision.size();
+        let state = if p.precision == DType::F32 { 8 } else { 12 };
+        let held = if p.zero == Zero::Stage3 { adam } else { params };
+        assert_eq!(g.resident_bytes(), held * w + adam * state, "{ctx}");
+        let outputs: Vec<&str> = g
+            .ops()
+            .filter(|o| o.live_out)
+            .map(|o| o.name.as_str())
+            .collect();
+        let updates: Vec<&str> = g
+            .ops()
+            .filter(|o| match p.zero {
+                Zero::Stage2 => o.name.ends_with(".allgather") && o.name.starts_with("grad_"),
+                _ => o.name.ends_with(".adam"),
+            })
+            .map(|o| o.name.as_str())
+            .collect();
+        assert!(!outputs.is_empty(), "{ctx}");
+        assert_eq!(outputs, updates, "{ctx}");
+        let out_bytes: u64 = g
+            .ops()
+            .filter(|o| o.live_out)
+            .map(|o| o.output_bytes())
+            .sum();
+        let updated = if p.zero == Zero::Stage2 { params } else { adam };
+        assert_eq!(out_bytes, updated * w, "{ctx}");
+    }
+
+    /// The memory numbers of a small GPT (P = 117,504 parameters, bf16): 14 bytes per
+    /// parameter without ZeRO, 2 + 12 / dp with ZeRO-2, 14 / dp with ZeRO-3; 12 in f32.
+    #[test]
+    fn resident_bytes_and_step_outputs_of_a_small_gpt() {
+        let model = Model::Gpt(GptConfig {
+            layers: 2,
+            hidden: 64,
+            heads: 4,
+            seq: 16,
+            micro_batch: 1,
+            vocab: 256,
+        });
+        // Per layer 12 h^2 + 13 h; the final LayerNorm 2 h; the word (256 h) and position
+        // (16 h) embeddings.
+        let p = 2 * (12 * 64 * 64 + 13 * 64) + 2 * 64 + 256 * 64 + 16 * 64;
+        assert_eq!(p, 117_504);
+        let one_bucket = |par: Parallel| Parallel {
+            bucket_bytes: 1 << 30,
+            ..par
+        };
+        let cases = [
+            (Parallel::new(2, 1, 1), 14 * p, 2 * p),
+            (
+                one_bucket(Parallel::new(2, 1, 1).with_zero(Zero::Stage2)),
+                2 * p + 12 * p / 2,
+                2 * p,
+            ),
+            (Parallel::new(2, 1, 1).with_zero(Zero::Stage3), 7 * p, p),
+            (
+                Parallel {
+                    precision: DType::F32,
+                    ..Parallel::new(2, 1, 1)
+                },
+                12 * p,
+                4 * p,
+            ),
+        ];
+        for (par, resident, outputs) in cases {
+            let g = build(&model, &par).unwrap();
+            assert_eq!(parameters(&model, &par).unwrap(), p);
+            assert_eq!(g.resident_bytes(), resident, "{}", g.name());
+            let tl = crate::simulate(
+                &g,
+                &crate::StreamPlan::program_order(&g).unwrap(),
+                &vec![1; g.len()],
+                1.0,
+            )
+            .unwrap();
+            let m = crate::memory::profile(&g, &tl).unwrap();
+            assert_eq!(m.resident_bytes, resident, "{}", g.name());
+            assert_eq!(m.live_out_bytes, outputs, "{}", g.name());
+            assert!(m.peak_bytes >= resident + outputs, "{}", g.name());
         }
     }
 

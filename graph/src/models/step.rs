@@ -23,13 +23,17 @@
 //! - The optimizer (Adam) runs after the last backward, one op per bucket (per block with
 //!   ZeRO-3), each reading only its own gradients: the step's program order, which leaves a
 //!   scheduler free to start updates early.
+//! - Memory ([`crate::memory`]): the graph's resident bytes are the parameters the rank holds
+//!   and its optimizer state ([`resident_bytes`]); the step's outputs ([`Op::live_out`]) are
+//!   the updated parameters: each Adam op's output, or with ZeRO-2 each bucket's all-gather of
+//!   them.
 
 use std::collections::BTreeMap;
 
 use super::parallel::{Parallel, Placement, Zero};
-use super::program::{act, collective, compute, named, Program, Src, V};
+use super::program::{act, act_dtype, collective, compute, named, Program, Src, V};
 use crate::error::GraphError;
-use crate::ir::{CollectiveKind, ComputeClass, Graph, GraphBuilder, Op, OpId, Tensor};
+use crate::ir::{CollectiveKind, ComputeClass, DType, Graph, GraphBuilder, Op, OpId, Tensor};
 
 /// A tensor of the graph: `(producer, output index)`.
 type Tref = (OpId, usize);
@@ -83,6 +87,30 @@ fn one_f_one_b(pp: u32, m: u32) -> Vec<Pass> {
     v
 }
 
+/// Bytes per parameter of Adam's state besides the parameter itself: two f32 moments, and an
+/// f32 master weight in mixed precision (none when the parameters are f32: they are the
+/// master weights).
+fn optimizer_bytes_per_param() -> u64 {
+    let master = if act_dtype() == DType::F32 { 0 } else { 4 };
+    master + 2 * 4
+}
+
+/// The bytes resident for the whole step on rank 0 ([`Graph::resident_bytes`]): the
+/// parameters it holds, in the graph's precision, and the optimizer state of the parameters it
+/// updates. `params` are the stage's parameters (each group once, tied ones where owned) and
+/// `updated` the parameters its Adam ops update (all of them; with ZeRO-2 and ZeRO-3 the `1/dp`
+/// share of each bucket or block, rounded up). With ZeRO-3 the rank holds only the parameters it
+/// updates. Gradients are tensors of the graph, not resident.
+fn resident_bytes(zero: Zero, params: u64, updated: u64) -> u64 {
+    let held = if zero == Zero::Stage3 {
+        updated
+    } else {
+        params
+    };
+    held.saturating_mul(act([1]).bytes())
+        .saturating_add(updated.saturating_mul(optimizer_bytes_per_param()))
+}
+
 /// The parameters of the whole stage (per device, before ZeRO sharding).
 pub(crate) fn stage_parameters(blocks: &[Block]) -> u64 {
     blocks
@@ -134,6 +162,8 @@ struct Driver<'a> {
     z3: Vec<(usize, u64, Vec<Tref>)>,
     /// Tied-weight all-reduces to read before the optimizer, per bucket.
     extra: BTreeMap<usize, Vec<Tref>>,
+    /// Parameters the Adam ops update (the rank's share under ZeRO).
+    updated: u64,
 }
 
 /// Builds the step graph named `name` of the stage made of `blocks`; with `pp > 1` the last
@@ -195,8 +225,11 @@ pub(crate) fn assemble(
         z3_pending: Vec::new(),
         z3: Vec::new(),
         extra: BTreeMap::new(),
+        updated: 0,
     };
     d.run()?;
+    let resident = resident_bytes(par.zero, d.params.iter().sum(), d.updated);
+    d.b.set_resident_bytes(resident);
     Ok(d.b.finish())
 }
 
@@ -597,14 +630,18 @@ impl Driver<'_> {
         Ok(())
     }
 
+    /// An Adam update of `params` parameters writing the updated parameters: a step output
+    /// unless ZeRO-2 all-gathers them afterwards (then the gathered ones are).
     fn adam(&mut self, name: String, params: u64, reads: &[Tref]) -> Result<OpId, GraphError> {
-        let op = compute(
+        let mut op = compute(
             ComputeClass::Elementwise,
             ADAM_FLOPS_PER_PARAM * params,
             ADAM_BYTES_PER_PARAM * params,
             None,
             vec![act([params])],
         );
+        op.live_out = self.par.zero != Zero::Stage2;
+        self.updated += params;
         self.add(named(op, name), reads)
     }
 
@@ -662,11 +699,15 @@ impl Driver<'_> {
         }
         if self.par.zero == Zero::Stage2 {
             for (i, (b, id)) in buckets.iter().zip(updated).enumerate() {
-                let op = self.dp_collective(
-                    CollectiveKind::AllGather,
-                    act([b.params]),
-                    format!("grad_bucket{i}.allgather"),
-                );
+                // The updated parameters, whole again: the step's output (the Adam op's
+                // shard is part of it).
+                let op = self
+                    .dp_collective(
+                        CollectiveKind::AllGather,
+                        act([b.params]),
+                        format!("grad_bucket{i}.allgather"),
+                    )
+                    .kept_to_end();
                 self.add(op, &[(id, 0)])?;
             }
         }
