@@ -30,6 +30,10 @@
 //! union graph is the modal RCPSP that a [`concerto_rcpsp::ModalSolver`] solves: modes and
 //! start times together.
 //!
+//! Memory ([`concerto_graph::memory`]): the union graph and every [`Union::graph_of`] keep the
+//! source's resident bytes, and each op its rewrite's step-output mark ([`Op::live_out`]), so
+//! a mode choice's graph has the memory information that applying its rewrites gives.
+//!
 //! Cost: O(candidates x (rewrite + ops + deps)) to build; the union has the original ops plus
 //! every candidate's chunks, joins and copies of its region's other ops.
 
@@ -106,6 +110,7 @@ impl Union {
             });
         }
         let mut b = GraphBuilder::new(self.graph.name());
+        b.set_resident_bytes(self.graph.resident_bytes());
         let mut new_id = vec![None; self.graph.len()];
         let mut kept = Vec::new();
         for o in self.graph.ids() {
@@ -472,6 +477,7 @@ pub fn union(
         inputs[v.0].push((u, t));
     }
     let mut b = GraphBuilder::new(format!("{}+joint", graph.name()));
+    b.set_resident_bytes(graph.resident_bytes());
     let mut membership = Vec::with_capacity(entries.len());
     let mut origin = Vec::with_capacity(entries.len());
     for (u, e) in entries.into_iter().enumerate() {

@@ -8,10 +8,10 @@
 //! chunk `i` of the compute before it, so a scheduler can run chunk `i`'s collective while
 //! chunk `i + 1` computes. Every op outside the context is copied unchanged.
 //!
-//! A context op read by an op outside the context, or read by nothing (a graph output), also
-//! gets a join `{name}/join` right after its chunks: a compute op (class `Other`, no flops)
-//! that reads every chunk and writes the whole outputs of the original op, which consumers
-//! outside the context read instead. Along rows or batch (leading, contiguous axes) each chunk
+//! A context op read by an op outside the context, read by nothing (a graph output), or whose
+//! result is an output of the step ([`Op::live_out`]) also gets a join `{name}/join` right
+//! after its chunks: a compute op (class `Other`, no flops) that reads every chunk and writes
+//! the whole outputs of the original op, which consumers outside the context read instead. Along rows or batch (leading, contiguous axes) each chunk
 //! writes its slice of the whole buffer in place and the join is a view: 1 ns, no kernel.
 //! Along cols or contract it is a kernel that moves twice the op's output bytes (it reads the
 //! strided chunks or the partial sums and writes the whole tensor).
@@ -19,10 +19,14 @@
 //! Output indices: an edge from a copy or a join keeps the output index of the original edge
 //! (both have the original's outputs); a chunk-to-chunk edge reads output 0.
 //!
+//! Memory ([`concerto_graph::memory`]): the rewritten graph keeps the source's resident bytes;
+//! a copy and a join carry the original's [`Op::live_out`], a chunk never does (the join
+//! stands for the whole result).
+//!
 //! [`check`] is the graph-invariant checker, written apart from [`rewrite`]'s code paths:
 //! every op covered once (copied, or split into chunks `0..n` with at most one join), the DAG
-//! kept, work conserved and every original dependency preserved by a direct edge (see its
-//! docs for the list). [`rewrite`] runs it before returning: a rewrite that fails it is a bug,
+//! kept, work conserved, every original dependency preserved by a direct edge and the memory
+//! information kept (see its docs for the list). [`rewrite`] runs it before returning: a rewrite that fails it is a bug,
 //! never a result.
 //!
 //! Cost: [`rewrite`] is O(ops + deps) plus `n` chunks per context op and `n` edges per
@@ -52,7 +56,8 @@ use crate::error::DecompError;
 use crate::split::{Axis, Context, Family};
 
 /// Splits every op of `ctx` into `ctx.n` chunks, `chunk(op, i)` for `i` in `0..n` (the name
-/// it gives is replaced), copies every other op, and adds the joins (see the module docs).
+/// and the step-output mark it gives are replaced), copies every other op, and adds the joins
+/// (see the module docs).
 /// The result has passed [`check`]. A context of the [`Family::Ring`] family is handed to
 /// [`crate::ring::rewrite`] instead (`chunk` makes the GEMM's chunks), whose result has
 /// passed [`crate::ring::check`].
@@ -89,6 +94,7 @@ pub fn rewrite(
     let mut first = vec![OpId(usize::MAX); graph.len()];
     let mut join: Vec<Option<OpId>> = vec![None; graph.len()];
     let mut b = GraphBuilder::new(graph.name());
+    b.set_resident_bytes(graph.resident_bytes());
     let mut origin = Vec::with_capacity(graph.len() + ctx.ops.len() * (n as usize + 1));
     for o in graph.ids() {
         let op = graph.op(o);
@@ -113,6 +119,7 @@ pub fn rewrite(
         for i in 0..n {
             let mut c = chunk(op, i);
             c.name = format!("{}/chunk{i}of{n}", op.name);
+            c.live_out = false;
             // Inputs are sorted by producer and the map below is monotone in the producer, so
             // several outputs of one chunked producer become adjacent duplicates.
             let mut ins: Vec<(OpId, usize)> = inputs
@@ -131,7 +138,7 @@ pub fn rewrite(
         }
         first[o.0] = base;
         let succ = graph.successors(o);
-        if succ.is_empty() || succ.iter().any(|s| !in_ctx[s.0]) {
+        if succ.is_empty() || succ.iter().any(|s| !in_ctx[s.0]) || op.live_out {
             // Chunks along the leading axes (rows, batch) are contiguous: each writes its
             // slice of the whole buffer in place and the join is a view (1 ns, no kernel).
             let in_place = matches!(ctx.axis, Axis::Rows | Axis::Batch);

@@ -1,6 +1,13 @@
 //! What every rewrite returns: the new graph and where each of its ops comes from, shared by
 //! the loop decomposition ([`crate::rewrite`]), collective matmul ([`crate::ring`]) and the
 //! checks of fusion ([`crate::fuse`]), so that none of them depends on another for it.
+//!
+//! Every rewrite keeps the memory information of its source ([`concerto_graph::memory`]): the
+//! rewritten graph has the source's [`Graph::resident_bytes`], and the op that stands for an
+//! original op's result (its copy, the join of its chunks, a reduce-scatter ring's last
+//! accumulate, the bucket it is fused into) carries the original's [`Op::live_out`]; a chunk,
+//! a ring step or an intermediate accumulate is never a step output. Each rewrite's check
+//! verifies it and names the op when it does not hold.
 
 use concerto_graph::{Graph, Op, OpId};
 
@@ -76,7 +83,7 @@ pub struct Rewritten {
 }
 
 /// The first field in which `copy` differs from `op` (name, kind, outputs, duration
-/// override), for the checks of every rewrite.
+/// override, step-output mark), for the checks of every rewrite.
 pub(crate) fn copy_difference(op: &Op, copy: &Op) -> Option<&'static str> {
     if copy.name != op.name {
         Some("name")
@@ -86,7 +93,61 @@ pub(crate) fn copy_difference(op: &Op, copy: &Op) -> Option<&'static str> {
         Some("outputs")
     } else if copy.duration_ns != op.duration_ns {
         Some("duration override")
+    } else if copy.live_out != op.live_out {
+        Some("step-output mark (live_out)")
     } else {
         None
     }
+}
+
+/// Why `rewritten` does not keep `original`'s resident bytes, if it does not (for the checks
+/// of every rewrite).
+pub(crate) fn resident_difference(original: &Graph, rewritten: &Graph) -> Option<String> {
+    let (a, b) = (original.resident_bytes(), rewritten.resident_bytes());
+    (a != b).then(|| format!("the rewrite changes the resident bytes from {a} to {b}"))
+}
+
+/// Why `result`, the op `new` of the rewritten graph that stands for the result of `old` (its
+/// join, a ring's last accumulate, its bucket), does not carry the step-output mark it must:
+/// `want` (`old`'s, or any member's of a bucket), if it does not. `new` and `old` name the ops.
+pub(crate) fn live_out_difference(want: bool, result: &Op, new: &str, old: &str) -> Option<String> {
+    match (want, result.live_out) {
+        (true, false) => Some(format!(
+            "{old} is an output of the step (live_out), but {new}, which stands for its \
+             result, is not marked live_out"
+        )),
+        (false, true) => Some(format!(
+            "{new} is marked live_out, but {old}, whose result it stands for, is no output \
+             of the step"
+        )),
+        _ => None,
+    }
+}
+
+/// Why `part`, an op of the rewritten graph that is only a part of `old`'s result (a chunk,
+/// a ring step, an accumulate before the last), is marked as a step output, if it is.
+pub(crate) fn part_live_out(part: &Op, new: &str, old: &str) -> Option<String> {
+    part.live_out.then(|| {
+        format!(
+            "{new}, a part of {old}'s result, is marked live_out: only the op that stands for \
+             the whole result is"
+        )
+    })
+}
+
+/// `graph` rebuilt with `resident` resident bytes and the ops named in `live_out` marked as
+/// step outputs (for the tests of every rewrite).
+#[cfg(test)]
+pub(crate) fn with_memory(graph: &Graph, resident: u64, live_out: &[&str]) -> Graph {
+    let mut b = concerto_graph::GraphBuilder::new(graph.name());
+    b.set_resident_bytes(resident);
+    for name in live_out {
+        assert!(graph.find(name).is_some(), "no op `{name}`");
+    }
+    for x in graph.ids() {
+        let mut op = graph.op(x).clone();
+        op.live_out = live_out.contains(&op.name.as_str());
+        b.try_add(op, &graph.inputs(x)).unwrap();
+    }
+    b.finish()
 }

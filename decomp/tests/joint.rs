@@ -1,7 +1,8 @@
 //! The union graph of joint decomposition: every mode choice gives exactly the graph that
 //! applying the chosen rewrites one after the other gives (same ops, same costs, same
-//! dependencies), on a GPT step with many candidates per collective, and on a
-//! sequence-parallel GPT step whose regions mix splits and collective-matmul rings.
+//! dependencies, the same resident bytes and step outputs), on a GPT step with many
+//! candidates per collective, and on a sequence-parallel GPT step whose regions mix splits and
+//! collective-matmul rings.
 
 use std::collections::BTreeSet;
 
@@ -63,7 +64,7 @@ fn base(name: &str) -> &str {
     }
 }
 
-/// Ops (name, kind, outputs, duration override) and dependencies by name.
+/// Ops (name, kind, outputs, duration override, step-output mark) and dependencies by name.
 type Canon = (BTreeSet<String>, BTreeSet<(String, String)>);
 
 fn canon(g: &Graph) -> Canon {
@@ -75,10 +76,11 @@ fn canon(g: &Graph) -> Canon {
                 OpKind::Collective { bytes, group, .. } => format!("x{bytes}/{group}"),
             };
             format!(
-                "{} {kind} {:?} {:?}",
+                "{} {kind} {:?} {:?} {}",
                 base(&o.name),
                 o.outputs,
-                o.duration_ns
+                o.duration_ns,
+                o.live_out
             )
         })
         .collect();
@@ -197,6 +199,10 @@ fn every_mode_choice(g: &Graph, cands: &[Candidate]) {
     let none = vec![0; u.regions.len()];
     let (g0, _) = u.graph_of(&none).unwrap();
     assert_eq!(canon(&g0), canon(&g));
+    // The memory information goes through: the step's resident bytes, its outputs (the
+    // optimizer updates) marked in every mode choice.
+    assert!(g.resident_bytes() > 0 && g.ops().any(|o| o.live_out));
+    assert_eq!(u.graph.resident_bytes(), g.resident_bytes());
     // Each region alone in each mode, and every region in its last mode together.
     let mut choices = Vec::new();
     for r in 0..u.regions.len() {
@@ -212,6 +218,8 @@ fn every_mode_choice(g: &Graph, cands: &[Candidate]) {
         let (got, kept) = u.graph_of(modes).unwrap();
         let want = sequential(&g, &u, cands, modes);
         assert_eq!(got.len(), want.len(), "{modes:?}");
+        assert_eq!(got.resident_bytes(), g.resident_bytes(), "{modes:?}");
+        assert_eq!(want.resident_bytes(), g.resident_bytes(), "{modes:?}");
         assert_eq!(kept.len(), got.len());
         let (a, b) = (canon(&got), canon(&want));
         assert_eq!(a.0, b.0, "ops differ for {modes:?}");

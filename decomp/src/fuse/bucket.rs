@@ -10,8 +10,9 @@ use crate::error::DecompError;
 
 /// Merges each group of `members` into one bucket collective and copies every other op (see
 /// the module docs). Returns the fused graph and, for each of its ops, the original ops it
-/// comes from (one for a copy, the members in program order for a bucket). The result has
-/// passed [`check_fusion`].
+/// comes from (one for a copy, the members in program order for a bucket). The fused graph
+/// keeps the source's resident bytes, and a bucket is a step output ([`Op::live_out`]) when
+/// any of its members is (its buffer holds them all). The result has passed [`check_fusion`].
 ///
 /// Errors: [`DecompError::InvalidContext`] when a group has fewer than 2 members, names an op
 /// out of range, not a collective, or twice, when an op is in two groups, when the members of
@@ -191,6 +192,7 @@ pub fn fuse_ops(
     let mut names: BTreeSet<String> = graph.ops().map(|o| o.name.clone()).collect();
     let mut new_id = vec![OpId(usize::MAX); nodes.len()];
     let mut b = GraphBuilder::new(graph.name());
+    b.set_resident_bytes(graph.resident_bytes());
     let read = |(p, t): (OpId, usize), new_id: &[OpId]| -> (OpId, usize) {
         let x = new_id[node_of[p.0]];
         match group_of[p.0] {

@@ -6,7 +6,7 @@ use concerto_graph::{Graph, OpId, OpKind};
 
 use super::describe;
 use crate::error::DecompError;
-use crate::rewritten::copy_difference;
+use crate::rewritten::{copy_difference, live_out_difference, resident_difference};
 
 /// Checks that `fused` is a fusion of `original`, `origin[i]` listing the original ops that
 /// op `i` of `fused` comes from; each failure is a [`DecompError::CheckFailed`] naming the ops
@@ -26,7 +26,10 @@ use crate::rewritten::copy_difference;
 ///   and at `t` plus `p`'s offset in the concatenation when `p` is a bucket member with
 ///   outputs; `p` and `c` in one bucket is a failure (the bucket would read itself);
 /// - (f) no dependency is invented: every edge of `fused` joins ops that come from an
-///   original producer and its consumer.
+///   original producer and its consumer;
+/// - (g) memory ([`concerto_graph::memory`]): `fused` has the original's resident bytes, and a
+///   bucket is marked live_out exactly when one of its members is (a copy's mark is part of
+///   (d)).
 ///
 /// It shares no logic with [`fuse_ops`] (only the helper that names ops in messages). Cost:
 /// O((ops + deps) log deps) of both graphs.
@@ -90,6 +93,11 @@ fn check_inner(original: &Graph, fused: &Graph, origin: &[Vec<OpId>]) -> Result<
         .ids()
         .map(|o| rep[o.0].ok_or_else(|| format!("{} is in no origin entry", old(o))))
         .collect::<Result<_, _>>()?;
+
+    // (g): resident bytes.
+    if let Some(e) = resident_difference(original, fused) {
+        return Err(e);
+    }
 
     // (c): edges go forward.
     let ins: Vec<Vec<(OpId, usize)>> = fused.ids().map(|x| fused.inputs(x)).collect();
@@ -166,6 +174,12 @@ fn check_inner(original: &Graph, fused: &Graph, origin: &[Vec<OpId>]) -> Result<
         }
         if y.duration_ns.is_some() {
             return Err(format!("the bucket {} has a duration override", new(x)));
+        }
+        // (g): a bucket is a step output when a member is.
+        let member = entry.iter().find(|&&o| original.op(o).live_out);
+        let who = old(*member.unwrap_or(&entry[0]));
+        if let Some(e) = live_out_difference(member.is_some(), y, &new(x), &who) {
+            return Err(e);
         }
     }
 

@@ -415,3 +415,58 @@ fn fuse_merges_small_all_reduces_and_never_lengthens() {
     assert!(none.buckets.is_empty());
     assert_eq!(none.graph.len(), g.len());
 }
+
+/// Fusion keeps the resident bytes and the step outputs: a bucket holding a step output is
+/// one (its buffer holds every member), copies keep their marks; the check names the bucket
+/// or the copy when a mark is dropped or invented, and reports lost resident bytes.
+#[test]
+fn fusion_keeps_resident_bytes_and_step_outputs() {
+    let g = crate::rewritten::with_memory(&four(), 4242, &["ar1", "ar3"]);
+    let o = |n: &str| id(&g, n);
+    let (f, origin) = fuse_ops(&g, &[vec![o("ar0"), o("ar1")]]).unwrap();
+    assert_eq!(f.resident_bytes(), 4242);
+    let live: Vec<&str> = f
+        .ops()
+        .filter(|o| o.live_out)
+        .map(|o| o.name.as_str())
+        .collect();
+    assert_eq!(live, ["bucket(ar0..ar1)", "ar3"]);
+    // `rebuild` keeps no resident bytes; `kept` does.
+    let kept = |edit: &dyn Fn(&mut Op)| {
+        let mut b = GraphBuilder::new(f.name());
+        b.set_resident_bytes(4242);
+        for x in f.ids() {
+            let mut op = f.op(x).clone();
+            edit(&mut op);
+            b.try_add(op, &f.inputs(x)).unwrap();
+        }
+        b.finish()
+    };
+    check_fusion(&g, &kept(&|_| {}), &origin).unwrap();
+    let s = failure(&g, &rebuild(&f, |_, _, _| {}), &origin);
+    assert!(s.contains("resident bytes from 4242 to 0"), "{s}");
+    let s = failure(
+        &g,
+        &kept(&|op| op.live_out &= !op.name.starts_with("bucket")),
+        &origin,
+    );
+    assert!(
+        s.contains("`ar1` (#4) is an output of the step (live_out), but `bucket(ar0..ar1)` (#2)"),
+        "{s}"
+    );
+    let s = failure(&g, &kept(&|op| op.live_out |= op.name == "u3"), &origin);
+    assert!(
+        s.contains("the copy `u3`") && s.contains("step-output mark"),
+        "{s}"
+    );
+    // A bucket of unmarked members is no step output.
+    let (f2, origin2) = fuse_ops(&g, &[vec![o("ar0"), o("ar2")]]).unwrap();
+    let bucket = id(&f2, "bucket(ar0..ar2)");
+    assert!(!f2.op(bucket).live_out);
+    let marked = crate::rewritten::with_memory(&f2, 4242, &["ar1", "ar3", "bucket(ar0..ar2)"]);
+    let s = failure(&g, &marked, &origin2);
+    assert!(
+        s.contains("`bucket(ar0..ar2)` (#") && s.contains("is marked live_out, but `ar0` (#1)"),
+        "{s}"
+    );
+}

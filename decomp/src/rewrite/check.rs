@@ -5,7 +5,9 @@ use concerto_graph::{Graph, Op, OpId, OpKind};
 
 use super::describe;
 use crate::error::DecompError;
-use crate::rewritten::{copy_difference, Origin, Rewritten};
+use crate::rewritten::{
+    copy_difference, live_out_difference, part_live_out, resident_difference, Origin, Rewritten,
+};
 
 /// How an original op is covered in a rewritten graph.
 #[derive(Clone, Debug, Default)]
@@ -37,7 +39,11 @@ struct Cover {
 ///   if `p` is chunked and `c` copied (the join must exist); edges from a copy or a join read
 ///   the original edge's output index;
 /// - (f) each join is a compute op with the original's outputs and reads every chunk of its
-///   op.
+///   op;
+/// - (g) memory ([`concerto_graph::memory`]): the rewritten graph has the original's resident
+///   bytes; a chunked original op that is an output of the step ([`Op::live_out`]) has its
+///   join; a join is marked live_out exactly when its original is (a copy's mark is part of
+///   (d)); no chunk is marked live_out.
 ///
 /// It shares no logic with [`rewrite`] (only the helper that names ops in messages). Cost:
 /// O(ops + deps) of both graphs (plus sorting each op's inputs).
@@ -177,6 +183,12 @@ fn check_inner(original: &Graph, rewritten: &Rewritten) -> Result<(), String> {
                 old(o)
             ));
         }
+        if !c.chunks.is_empty() && c.join.is_none() && original.op(o).live_out {
+            return Err(format!(
+                "{} is an output of the step (live_out), chunked, and has no join",
+                old(o)
+            ));
+        }
     }
 
     // (b): edges go forward.
@@ -296,6 +308,25 @@ fn check_inner(original: &Graph, rewritten: &Rewritten) -> Result<(), String> {
                 old(o),
                 new(x)
             ));
+        }
+    }
+
+    // (g): memory.
+    if let Some(e) = resident_difference(original, g) {
+        return Err(e);
+    }
+    for o in original.ids() {
+        let c = &cover[o.0];
+        if let Some(j) = c.join {
+            let want = original.op(o).live_out;
+            if let Some(e) = live_out_difference(want, g.op(j), &new(j), &old(o)) {
+                return Err(e);
+            }
+        }
+        for &x in c.chunks.iter().flatten() {
+            if let Some(e) = part_live_out(g.op(x), &new(x), &old(o)) {
+                return Err(e);
+            }
         }
     }
     Ok(())

@@ -351,3 +351,79 @@ fn chunks_whose_work_does_not_add_up_fail_the_check() {
     let e = rewrite(&g, &ctx(&[2], 2), &other).unwrap_err();
     assert!(e.to_string().contains("same group"), "{e}");
 }
+
+/// The rewrite keeps the resident bytes and the step outputs: `ar`, whose only reader is in
+/// the context, gets a join because it is a step output, and the join (not the chunks)
+/// carries the mark; `fc`'s join does not. The check names the op when either is lost.
+#[test]
+fn resident_bytes_and_step_outputs_are_kept() {
+    let g = crate::rewritten::with_memory(&five(), 5000, &["ar", "loss"]);
+    let r = rewrite(&g, &ctx(&[1, 2, 3], 2), &split(2)).unwrap();
+    let h = &r.graph;
+    assert_eq!(h.resident_bytes(), 5000);
+    let mut live: Vec<&str> = h
+        .ops()
+        .filter(|o| o.live_out)
+        .map(|o| o.name.as_str())
+        .collect();
+    live.sort_unstable();
+    assert_eq!(live, ["ar/join", "loss"]);
+    let join = h.find("ar/join").unwrap();
+    assert_eq!(h.op(join).outputs, g.op(OpId(2)).outputs);
+    // A lost resident count, a dropped mark on the join or on a copy, a marked chunk.
+    let mut lost = r.clone();
+    lost.graph = rebuild(h, |_, _, _| {});
+    assert!(failure(&g, &lost).contains("resident bytes from 5000 to 0"));
+    let edited = |edit: &dyn Fn(&mut Op)| {
+        let mut e = r.clone();
+        let mut b = GraphBuilder::new(h.name());
+        b.set_resident_bytes(5000);
+        for x in h.ids() {
+            let mut op = h.op(x).clone();
+            edit(&mut op);
+            b.try_add(op, &h.inputs(x)).unwrap();
+        }
+        e.graph = b.finish();
+        e
+    };
+    let e = failure(&g, &edited(&|op| op.live_out &= op.name != "ar/join"));
+    assert!(
+        e.contains("`ar` (#2) is an output of the step (live_out), but `ar/join` (#6)"),
+        "{e}"
+    );
+    let e = failure(&g, &edited(&|op| op.live_out &= op.name != "loss"));
+    assert!(
+        e.contains("the copy `loss` (#10) of `loss` (#4) differs in its step-output mark"),
+        "{e}"
+    );
+    let e = failure(&g, &edited(&|op| op.live_out |= op.name == "ar/chunk1of2"));
+    assert!(
+        e.contains("`ar/chunk1of2` (#5), a part of `ar` (#2)'s result"),
+        "{e}"
+    );
+    // Without its join, a chunked step output is reported as such.
+    let mut no_join = r.clone();
+    let mut b = GraphBuilder::new(h.name());
+    b.set_resident_bytes(5000);
+    let mut origin = Vec::new();
+    let mut map = vec![None; h.len()];
+    for x in h.ids() {
+        if x == join {
+            continue;
+        }
+        let ins: Vec<(OpId, usize)> = h
+            .inputs(x)
+            .into_iter()
+            .filter_map(|(p, t)| map[p.0].map(|q| (q, t)))
+            .collect();
+        map[x.0] = Some(b.try_add(h.op(x).clone(), &ins).unwrap());
+        origin.push(r.origin[x.0]);
+    }
+    no_join.graph = b.finish();
+    no_join.origin = origin;
+    let e = failure(&g, &no_join);
+    assert!(
+        e.contains("`ar` (#2) is an output of the step (live_out), chunked, and has no join"),
+        "{e}"
+    );
+}

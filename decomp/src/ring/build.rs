@@ -7,8 +7,9 @@ use super::{check, collective_of, find, Ring, RingPattern};
 use crate::error::DecompError;
 use crate::rewritten::{Origin, Rewritten};
 
-/// A view op (no kernel, 1 ns) named `name` with `outputs`: a join of in-place chunks.
-fn view(name: String, outputs: Vec<Tensor>) -> Op {
+/// A view op (no kernel, 1 ns) named `name` with `outputs`: a join of in-place chunks, which
+/// stands for the whole result of an original op (`live_out`: the original's mark).
+fn view(name: String, outputs: Vec<Tensor>, live_out: bool) -> Op {
     Op {
         name,
         kind: OpKind::Compute {
@@ -19,13 +20,17 @@ fn view(name: String, outputs: Vec<Tensor>) -> Op {
         },
         outputs,
         duration_ns: Some(1),
-        live_out: false,
+        live_out,
     }
 }
 
 /// Rewrites `ring` in `graph` (see the module docs): the GEMM's chunks come from `chunk(gemm,
-/// j)` for `j` in `0..ranks` (names replaced), the steps and accumulates are built here. Every
-/// other op is copied. The result has passed [`check`].
+/// j)` for `j` in `0..ranks` (names and step-output marks replaced), the steps and accumulates
+/// are built here. Every other op is copied. The rewritten graph keeps the source's resident
+/// bytes; the ops that stand for the two originals' results (the GEMM's join; the all-gather's
+/// join, made whenever the all-gather is a step output; the reduce-scatter's last accumulate)
+/// carry their [`Op::live_out`], chunks, steps and the other accumulates never do. The result
+/// has passed [`check`].
 ///
 /// Errors: [`DecompError::InvalidContext`] when [`find`] does not give this loop for the
 /// collective; [`DecompError::Graph`] for an invalid new op; [`DecompError::CheckFailed`] on a
@@ -81,6 +86,7 @@ pub(crate) fn rewrite_found(
         live_out: false,
     };
     let mut b = GraphBuilder::new(graph.name());
+    b.set_resident_bytes(graph.resident_bytes());
     let mut origin: Vec<Origin> = Vec::new();
     // The new op standing for each original op's result.
     let mut result = vec![OpId(usize::MAX); graph.len()];
@@ -94,6 +100,7 @@ pub(crate) fn rewrite_found(
             for j in 0..p {
                 let mut ch = chunk(gemm, j);
                 ch.name = format!("{}/chunk{j}of{p}", gemm.name);
+                ch.live_out = false;
                 let mut ins: Vec<(OpId, usize)> = graph
                     .inputs(m)
                     .into_iter()
@@ -118,7 +125,11 @@ pub(crate) fn rewrite_found(
             }
             let ins: Vec<(OpId, usize)> = chunks.iter().map(|&x| (x, 0)).collect();
             result[m.0] = b.try_add(
-                view(format!("{}/join", gemm.name), gemm.outputs.clone()),
+                view(
+                    format!("{}/join", gemm.name),
+                    gemm.outputs.clone(),
+                    gemm.live_out,
+                ),
                 &ins,
             )?;
             origin.push(Origin::Join(m));
@@ -140,11 +151,15 @@ pub(crate) fn rewrite_found(
                             n: steps,
                         });
                     }
-                    if gathered_elsewhere || graph.successors(c).is_empty() {
+                    if gathered_elsewhere || graph.successors(c).is_empty() || coll.live_out {
                         let mut ins = vec![(result[src.0], src_t)];
                         ins.extend(step_ids.iter().map(|&x| (x, 0)));
                         result[c.0] = b.try_add(
-                            view(format!("{}/join", coll.name), coll.outputs.clone()),
+                            view(
+                                format!("{}/join", coll.name),
+                                coll.outputs.clone(),
+                                coll.live_out,
+                            ),
                             &ins,
                         )?;
                         origin.push(Origin::Join(c));
@@ -170,7 +185,8 @@ pub(crate) fn rewrite_found(
                             },
                             outputs: coll.outputs.clone(),
                             duration_ns: None,
-                            live_out: false,
+                            // The last accumulate is this rank's reduced shard: the result.
+                            live_out: coll.live_out && j + 1 == steps,
                         };
                         let mut ins = vec![(chunks[j as usize + 1], 0), (step, 0)];
                         ins.sort_unstable();

@@ -5,7 +5,9 @@ use concerto_graph::{CollectiveKind, ComputeClass, Graph, OpId, OpKind};
 
 use super::{collective_of, gemm_of, Ring, RingPattern};
 use crate::error::DecompError;
-use crate::rewritten::{copy_difference, Origin, Rewritten};
+use crate::rewritten::{
+    copy_difference, live_out_difference, part_live_out, resident_difference, Origin, Rewritten,
+};
 
 /// How an original op is covered in a rewritten graph.
 #[derive(Clone, Debug, Default)]
@@ -67,7 +69,12 @@ fn place(
 ///   chunk 0 and its join; step `j` into step `j + 1` (all-gather) and into chunk `j + 1`;
 ///   for a reduce-scatter chunk 0 into step 0, step `j` and chunk `j + 1` into accumulate `j`,
 ///   accumulate `j` into step `j + 1`; a join reads every chunk (the all-gather's: its input
-///   and every step).
+///   and every step);
+/// - (f) memory ([`concerto_graph::memory`]): the original's resident bytes; the op standing
+///   for each original's result is marked live_out exactly when the original is (the GEMM's
+///   join; the all-gather's join, which must exist when the all-gather is a step output; the
+///   reduce-scatter's last accumulate; copies under (d)); no chunk, step or other accumulate
+///   is marked live_out.
 pub fn check(original: &Graph, ring: &Ring, rewritten: &Rewritten) -> Result<(), DecompError> {
     check_inner(original, ring, rewritten).map_err(|reason| DecompError::CheckFailed { reason })
 }
@@ -308,6 +315,55 @@ fn check_inner(original: &Graph, ring: &Ring, rw: &Rewritten) -> Result<(), Stri
                     edge(at(&cc.accumulates, j), at(&cc.steps, j + 1), None)?;
                 }
             }
+        }
+    }
+    // (f): memory.
+    if let Some(e) = resident_difference(original, g) {
+        return Err(e);
+    }
+    let last_acc = cc.accumulates.last().copied().flatten();
+    let results = [
+        (m, Some(gemm_join)),
+        (
+            c,
+            match ring.pattern {
+                RingPattern::AllGatherMatmul => cc.join,
+                RingPattern::MatmulReduceScatter => last_acc,
+            },
+        ),
+    ];
+    for (o, r) in results {
+        let want = original.op(o).live_out;
+        match r {
+            Some(x) => {
+                if let Some(e) = live_out_difference(want, g.op(x), &name(x), &old(o)) {
+                    return Err(e);
+                }
+            }
+            None if want => {
+                return Err(format!(
+                    "{} is an output of the step (live_out) and has no join",
+                    old(o)
+                ))
+            }
+            None => {}
+        }
+    }
+    let parts = cm
+        .chunks
+        .iter()
+        .map(|&x| (x, m))
+        .chain(cc.steps.iter().map(|&x| (x, c)))
+        .chain(
+            cc.accumulates
+                .iter()
+                .filter(|&&x| x != last_acc)
+                .map(|&x| (x, c)),
+        );
+    for (x, o) in parts {
+        let x = x.expect("complete");
+        if let Some(e) = part_live_out(g.op(x), &name(x), &old(o)) {
+            return Err(e);
         }
     }
     Ok(())

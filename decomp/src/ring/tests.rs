@@ -319,3 +319,94 @@ fn the_check_catches_broken_rings() {
     };
     fails(&alien, "does not make");
 }
+
+/// Both rings keep the resident bytes, and the op standing for each original's result carries
+/// its step-output mark: an all-gather that is a step output gets its join even when only the
+/// GEMM reads it; a reduce-scatter's last accumulate is its result; chunks, steps and the
+/// other accumulates are never marked. The check names the op when a mark or the resident
+/// bytes are lost.
+#[test]
+fn rings_keep_resident_bytes_and_step_outputs() {
+    use crate::rewritten::with_memory;
+    let g = with_memory(&gather(false), 777, &["ag", "qkv"]);
+    let ring = find(&g, id(&g, "ag")).unwrap();
+    let r = rewrite(&g, &ring, &|op, j| rows(op, j, 4)).unwrap();
+    let h = &r.graph;
+    assert_eq!(h.resident_bytes(), 777);
+    let live = |h: &Graph| -> Vec<String> {
+        let mut v: Vec<String> = h
+            .ops()
+            .filter(|o| o.live_out)
+            .map(|o| o.name.clone())
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(live(h), ["ag/join", "qkv/join"]);
+    // Unmarked, the same all-gather needs no join (only the GEMM reads it).
+    let plain = gather(false);
+    let r0 = rewrite(
+        &plain,
+        &find(&plain, id(&plain, "ag")).unwrap(),
+        &|op, j| rows(op, j, 4),
+    )
+    .unwrap();
+    assert!(r0.graph.find("ag/join").is_none());
+    assert!(live(&r0.graph).is_empty());
+
+    let s = with_memory(&scatter(), 99, &["rs"]);
+    let sring = find(&s, id(&s, "rs")).unwrap();
+    let rs = rewrite(&s, &sring, &|op, j| rows(op, j, 4)).unwrap();
+    assert_eq!(rs.graph.resident_bytes(), 99);
+    assert_eq!(live(&rs.graph), ["rs/acc3of3"]);
+
+    // `rw` with `f` applied to each op, its resident bytes kept.
+    let edit = |rw: &Rewritten, f: &dyn Fn(&mut Op)| {
+        let mut b = GraphBuilder::new("edited");
+        b.set_resident_bytes(rw.graph.resident_bytes());
+        for x in rw.graph.ids() {
+            let mut op = rw.graph.op(x).clone();
+            f(&mut op);
+            b.try_add(op, &rw.graph.inputs(x)).unwrap();
+        }
+        Rewritten {
+            graph: b.finish(),
+            origin: rw.origin.clone(),
+        }
+    };
+    let fails = |g: &Graph, ring: &Ring, rw: &Rewritten, what: &str| {
+        let e = check(g, ring, rw).unwrap_err().to_string();
+        assert!(e.contains(what), "expected `{what}` in: {e}");
+    };
+    check(&g, &ring, &edit(&r, &|_| {})).unwrap();
+    fails(
+        &g,
+        &ring,
+        &rebuilt(&r, |_, _, _| {}),
+        "resident bytes from 777 to 0",
+    );
+    fails(
+        &g,
+        &ring,
+        &edit(&r, &|op| op.live_out &= op.name != "ag/join"),
+        "`ag` (#2) is an output of the step (live_out), but `ag/join`",
+    );
+    fails(
+        &g,
+        &ring,
+        &edit(&r, &|op| op.live_out |= op.name == "ag/step2of3"),
+        "`ag/step2of3`",
+    );
+    fails(
+        &g,
+        &ring,
+        &edit(&r, &|op| op.live_out |= op.name == "qkv/chunk0of4"),
+        "`qkv/chunk0of4`",
+    );
+    fails(
+        &s,
+        &sring,
+        &edit(&rs, &|op| op.live_out = op.name == "rs/acc2of3"),
+        "`rs` (#2) is an output of the step (live_out), but `rs/acc3of3`",
+    );
+}
