@@ -1,12 +1,17 @@
 //! `concerto import`: read an exported graph (XLA HLO text), cost it, and write the native
 //! graph format.
+//!
+//! Besides the counts and durations it prints the module's memory ([`memory`]): the resident
+//! bytes (the entry parameters), the step's outputs (what reaches the entry's root), the peak
+//! of the program order (the module's own order, simulated with the hardware's durations and
+//! contention) and a peak no order can go below ([`memory::peak_lower_bound`]).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use concerto_graph::Hardware;
+use concerto_graph::{memory, Hardware, StreamPlan};
 use serde::Serialize;
 
 use crate::io::write_graph;
@@ -47,8 +52,21 @@ struct ImportJson {
     compute_ns: u64,
     comm_ns: u64,
     hardware: String,
+    /// Bytes resident for the whole step (the entry parameters).
+    resident_bytes: u64,
+    /// Bytes of the step's outputs (ops whose output reaches the entry's root).
+    live_out_bytes: u64,
+    /// Peak memory of the program order, simulated with the hardware's durations.
+    peak_memory_bytes: u64,
+    /// A peak no order can go below ([`memory::peak_lower_bound`]).
+    peak_lower_bound_bytes: u64,
     warnings: Vec<String>,
     time_s: f64,
+}
+
+/// Bytes in GiB.
+fn gib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
 }
 
 pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
@@ -67,6 +85,11 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     let comm: u64 = comm.into_iter().map(|(_, d)| d).sum();
     let compute: u64 = compute.into_iter().map(|(_, d)| d).sum();
     let summary = concerto_graph::summary::Summary::of(&graph);
+    // The module's own order (XLA's schedule when it was dumped scheduled), simulated.
+    let plan = StreamPlan::program_order(&graph)?;
+    let timeline = concerto_graph::simulate(&graph, &plan, &durations, hardware.contention)?;
+    let mem = memory::profile(&graph, &timeline)?;
+    let lower = memory::peak_lower_bound(&graph, &durations)?;
     let out = ImportJson {
         module: graph.name().to_string(),
         instructions: report.instructions,
@@ -76,6 +99,10 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
         compute_ns: compute,
         comm_ns: comm,
         hardware: hardware.name.clone(),
+        resident_bytes: mem.resident_bytes,
+        live_out_bytes: mem.live_out_bytes,
+        peak_memory_bytes: mem.peak_bytes,
+        peak_lower_bound_bytes: lower,
         warnings: report.warnings.clone(),
         time_s: began.elapsed().as_secs_f64(),
     };
@@ -115,6 +142,14 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     println!(
         "communication {:.3} ms (sum of collective durations)",
         comm as f64 / 1e6
+    );
+    println!(
+        "memory        resident {:.2} GiB, step outputs {:.2} GiB, peak {:.2} GiB in program \
+         order (lower bound {:.2} GiB)",
+        gib(out.resident_bytes),
+        gib(out.live_out_bytes),
+        gib(out.peak_memory_bytes),
+        gib(out.peak_lower_bound_bytes)
     );
     for w in &out.warnings {
         println!("warning       {w}");

@@ -1,0 +1,61 @@
+//! `concerto import`: the memory line and its JSON fields (resident bytes, step outputs, the
+//! program order's peak and the lower bound), exact on a small module.
+
+mod common;
+
+use common::{concerto, scratch, stderr, stdout};
+
+/// Two parameters (4 KiB + 1 KiB resident); `b` and `c` reach the root (8 KiB of step
+/// outputs); `c` runs with `a`, `b`, the all-reduce's buffer and its own output live.
+const MODULE: &str = r#"HloModule m, num_partitions=8
+
+%sum (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+
+ENTRY %main (p: f32[1024], q: f32[256]) -> (f32[1024], f32[1024]) {
+  %p = f32[1024]{0} parameter(0)
+  %q = f32[256]{0} parameter(1)
+  %a = f32[1024]{0} exponential(%p)
+  %b = f32[1024]{0} negate(%a)
+  %ar = f32[1024]{0} all-reduce(%b), replica_groups={}, to_apply=%sum
+  %c = f32[1024]{0} multiply(%ar, %a)
+  ROOT %t = (f32[1024]{0}, f32[1024]{0}) tuple(%c, %b)
+}
+"#;
+
+#[test]
+fn import_reports_the_memory_of_the_module() {
+    let dir = scratch("import-memory");
+    let file = dir.join("m.hlo");
+    std::fs::write(&file, MODULE).unwrap();
+    let path = file.to_str().unwrap();
+
+    let o = concerto(&["import", path, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    assert_eq!(v["ops"], 4, "{v}");
+    assert_eq!(v["resident_bytes"], 4096 + 1024, "{v}");
+    assert_eq!(v["live_out_bytes"], 2 * 4096, "{v}");
+    // While `c` runs: `a`, `b`, the all-reduce's result and `c`, on top of the parameters.
+    assert_eq!(v["peak_memory_bytes"], 5120 + 4 * 4096, "{v}");
+    // `c` with its three inputs' tensors: its own, the all-reduce's and `a`.
+    assert_eq!(v["peak_lower_bound_bytes"], 5120 + 3 * 4096, "{v}");
+
+    let o = concerto(&["import", path]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(
+        text.contains(
+            "memory        resident 0.00 GiB, step outputs 0.00 GiB, peak 0.00 GiB in program \
+             order (lower bound 0.00 GiB)\n"
+        ),
+        "{text}"
+    );
+    // The lines before it are unchanged.
+    for line in ["module        m\n", "ops           4 (1 collectives)\n"] {
+        assert!(text.contains(line), "`{line}` not in:\n{text}");
+    }
+}
