@@ -109,6 +109,7 @@ use crate::simulate::simulate;
 
 mod engine;
 mod priority;
+mod repair;
 
 use engine::{forward_orders, improve, replay, run, Net, Schedule, UNITS};
 use priority::Priorities;
@@ -141,6 +142,9 @@ pub enum Rule {
     Justified,
     /// Biased random sampling, the best samples justified.
     Sampled,
+    /// Forward, program order as the priority (the earliest op first): under a memory budget,
+    /// program order with every op started as early as its buffers fit.
+    Program,
 }
 
 impl Rule {
@@ -156,7 +160,8 @@ impl Rule {
     ];
 
     /// Every rule.
-    pub const ALL: [Rule; 7] = [
+    pub const ALL: [Rule; 8] = [
+        Rule::Program,
         Rule::CriticalPath,
         Rule::CommFifo,
         Rule::EnergyTail,
@@ -167,7 +172,7 @@ impl Rule {
     ];
 
     /// `cp-forward`, `cp-comm-fifo`, `energy-tail`, `cp-plus-comm`, `cp-backward`,
-    /// `justified` or `sampled`.
+    /// `justified`, `sampled` or `program-forward`.
     pub fn as_str(self) -> &'static str {
         match self {
             Rule::CriticalPath => "cp-forward",
@@ -177,6 +182,7 @@ impl Rule {
             Rule::Backward => "cp-backward",
             Rule::Justified => "justified",
             Rule::Sampled => "sampled",
+            Rule::Program => "program-forward",
         }
     }
 
@@ -301,6 +307,7 @@ pub fn justify(
         .collect();
     let start = Schedule {
         peak: crate::memory::profile(graph, &timeline)?.transient_peak_bytes(),
+        waits: Vec::new(),
         end: timeline.end,
         orders,
         makespan: timeline.makespan,
@@ -310,7 +317,7 @@ pub fn justify(
     if best.makespan >= timeline.makespan {
         return Ok((plan.clone(), timeline.makespan));
     }
-    Ok((net.plan(graph, &best.orders)?, best.makespan))
+    Ok((net.plan_of(graph, &best)?, best.makespan))
 }
 
 /// Runs every rule of `config` (see the module docs) and returns one candidate per rule run,
@@ -339,7 +346,16 @@ pub fn portfolio(
     }
     let mut p = Priorities::new(durations);
     let mut found: Vec<(Rule, Schedule)> = Vec::new();
-    for (i, &rule) in config.rules.iter().enumerate() {
+    // Under a memory budget, program order started as early as memory allows comes first:
+    // the plan closest to the one order known to fit (at a budget of 100 %).
+    let rules: Vec<Rule> = match config.memory_budget {
+        Some(_) if !config.rules.contains(&Rule::Program) => std::iter::once(Rule::Program)
+            .chain(config.rules.iter().copied())
+            .collect(),
+        _ => config.rules.clone(),
+    };
+    let program: Vec<u64> = (0..net.len()).map(|v| (net.len() - v) as u64).collect();
+    for (i, &rule) in rules.iter().enumerate() {
         if i > 0 && stop() {
             break;
         }
@@ -348,6 +364,7 @@ pub fn portfolio(
         };
         let s = match rule {
             Rule::CriticalPath => forward(p.bottom(&net), false)?,
+            Rule::Program => forward(&program, false)?,
             Rule::CommFifo => forward(p.bottom(&net), true)?,
             Rule::EnergyTail => forward(p.energy(&net), false)?,
             Rule::CommWeighted => forward(p.weighted(&net), false)?,
@@ -404,12 +421,14 @@ pub fn portfolio(
     let mut out: Vec<Candidate> = Vec::with_capacity(found.len());
     for (i, (rule, s)) in found.iter().enumerate() {
         // Rules often agree: build each distinct plan once.
-        let same = found[..i].iter().position(|(_, t)| t.orders == s.orders);
+        let same = found[..i]
+            .iter()
+            .position(|(_, t)| t.orders == s.orders && t.waits == s.waits);
         let plan = match same {
             Some(j) => out[j].plan.clone(),
             // The event loop that timed the orders is the simulator's (tests check that the
             // two agree); `StreamPlan::new` checks the plan.
-            None => net.plan(graph, &s.orders)?,
+            None => net.plan_of(graph, s)?,
         };
         out.push(Candidate {
             rule: *rule,
@@ -421,6 +440,39 @@ pub fn portfolio(
     let budget = config.memory_budget.unwrap_or(u64::MAX);
     out.sort_by_key(|c| (c.peak_bytes > budget, c.makespan_ns));
     Ok(out)
+}
+
+/// Memory repair of `plan` under `budget_bytes` (resident included; see
+/// [`crate::memory`]): while the plan's simulated timeline goes over the budget, the op whose
+/// start first takes it over (the largest, when several start then) is delayed by one
+/// position in its stream's FIFO order, past the next op of that stream that does not read
+/// it; a move is kept only when it lowers the excess (the peak above the budget, then a later
+/// first excess), else the next op starting then is tried. It stops within the budget, when
+/// no op can move, after `max_moves` simulations or when `stop` says so. Returns the plan
+/// within the budget and its makespan, or `None`. A local search in the spirit of the
+/// delay-based repairs of list schedules under memory (the "memory pressure" rules of XLA's
+/// latency-hiding scheduler act at choice time instead). Cost: one plan and one simulation
+/// per move, O(max_moves (ops + deps) log ops).
+///
+/// Errors: those of [`simulate`] for `plan` and `durations`.
+pub fn repair_memory(
+    graph: &Graph,
+    plan: &StreamPlan,
+    durations: &[u64],
+    contention: f64,
+    budget_bytes: u64,
+    max_moves: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<Option<(StreamPlan, u64)>, GraphError> {
+    repair::repair(
+        graph,
+        plan,
+        durations,
+        contention,
+        budget_bytes,
+        max_moves,
+        stop,
+    )
 }
 
 fn invalid(reason: String) -> GraphError {

@@ -117,6 +117,17 @@ impl Net {
             .collect();
         StreamPlan::new(graph, streams)
     }
+
+    /// The plan of a schedule: its launch orders, and its memory waits (see [`Schedule`]).
+    pub(super) fn plan_of(&self, graph: &Graph, s: &Schedule) -> Result<StreamPlan, GraphError> {
+        let mut plan = self.plan(graph, &s.orders)?;
+        if !s.waits.is_empty() {
+            plan.waits
+                .extend(s.waits.iter().map(|&(u, v)| (OpId(u), OpId(v))));
+            plan.validate(graph)?;
+        }
+        Ok(plan)
+    }
 }
 
 /// A schedule in forward time or, from a backward pass, in reverse time.
@@ -131,6 +142,10 @@ pub(super) struct Schedule {
     /// Peak of the live-tensor bytes (resident bytes not included) of a forward schedule, as
     /// [`crate::memory::profile`] counts them; meaningless for a backward one.
     pub(super) peak: u64,
+    /// Memory waits of a forward schedule under a budget: `(u, v)` when `v`'s stream idled
+    /// for memory until `u` (on another stream) ended and freed it, so that the plan launches
+    /// `v` when the schedule did (a plain FIFO order would launch it as soon as it is ready).
+    pub(super) waits: Vec<(usize, usize)>,
 }
 
 /// The launch orders of a schedule's plan: a backward schedule's placement orders reversed.
@@ -237,6 +252,11 @@ fn engine(
     // budget, which its peak says).
     let gated = !backward && net.limit != u64::MAX && matches!(pick, Pick::List(_));
     let id = |k: (u64, u64, usize)| if backward { k.2 } else { usize::MAX - k.2 };
+    // Streams idling for memory with ready ops, the last op whose end freed memory (at the
+    // current time), and the memory waits recorded.
+    let mut starved = vec![false; ns];
+    let mut freed_by: Option<usize> = None;
+    let mut waits: Vec<(usize, usize)> = Vec::new();
     loop {
         // The second sweep runs only when, under a budget, nothing runs and nothing fitted:
         // its first launch is forced.
@@ -264,6 +284,7 @@ fn engine(
                                 break;
                             }
                         }
+                        starved[s] = chosen.is_none() && !held.is_empty();
                         heaps[s].extend(held);
                         if chosen.is_some() {
                             forced = false;
@@ -280,6 +301,11 @@ fn engine(
                     },
                 };
                 if let Some(v) = next {
+                    if gated && std::mem::take(&mut starved[s]) {
+                        if let Some(u) = freed_by.filter(|&u| net.stream[u] != s) {
+                            waits.push((u, v));
+                        }
+                    }
                     orders[s].push(v);
                     running[s] = Some((v, d[v].saturating_mul(UNITS)));
                     live += net.alloc[v];
@@ -309,6 +335,7 @@ fn engine(
             });
         };
         now = now.saturating_add(dt);
+        freed_by = None;
         for (s, slot) in running.iter_mut().enumerate() {
             let Some((v, rem)) = *slot else { continue };
             let left = rem.saturating_sub(dt.saturating_mul(rate(s)));
@@ -320,6 +347,7 @@ fn engine(
             end[v] = now;
             finished += 1;
             if !backward {
+                let before = live;
                 if readers[v] == 0 && !net.keep[v] {
                     live -= net.alloc[v];
                 }
@@ -328,6 +356,9 @@ fn engine(
                     if readers[p] == 0 && !net.keep[p] {
                         live -= net.alloc[p];
                     }
+                }
+                if live < before {
+                    freed_by = Some(v);
                 }
             }
             for &w in &outs.1[outs.0[v]..outs.0[v + 1]] {
@@ -346,6 +377,7 @@ fn engine(
         end,
         orders,
         peak,
+        waits,
     })
 }
 
