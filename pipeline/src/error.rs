@@ -2,6 +2,9 @@
 
 use thiserror::Error;
 
+/// Bytes per GiB, for messages.
+const GIB: f64 = (1u64 << 30) as f64;
+
 /// What went wrong in a pipeline call. Outcomes (a time limit reached, a rewrite not kept) are
 /// not errors: the report says them.
 #[derive(Debug, Error)]
@@ -16,6 +19,25 @@ pub enum PipelineError {
     /// A solver failed (an error, not an outcome such as a time limit).
     #[error("solver failed: {0}")]
     Solve(#[from] concerto_rcpsp::SolveError),
+    /// No plan found keeps the memory budget (see [`crate::schedule::ScheduleConfig::memory_budget`]).
+    #[error(
+        "no plan within the memory budget of {budget_bytes} B ({budget_gib:.3} GiB): the \
+         smallest peak found is {smallest_bytes} B ({smallest_gib:.3} GiB, by {by}); no order \
+         can go below {lower_bound_bytes} B ({lower_bound_gib:.3} GiB)",
+        budget_gib = *budget_bytes as f64 / GIB,
+        smallest_gib = *smallest_bytes as f64 / GIB,
+        lower_bound_gib = *lower_bound_bytes as f64 / GIB
+    )]
+    MemoryBudget {
+        /// The budget (bytes).
+        budget_bytes: u64,
+        /// The smallest peak of every plan the step built (bytes).
+        smallest_bytes: u64,
+        /// The plan that had it (a scheduler or portfolio rule).
+        by: String,
+        /// The proven lower bound on every plan's peak ([`concerto_graph::memory::peak_lower_bound`]).
+        lower_bound_bytes: u64,
+    },
     /// The configuration asks for something impossible (zero threads, joint mode without a
     /// modal solver, noise out of range).
     #[error("invalid pipeline configuration: {reason}")]

@@ -35,6 +35,7 @@ pub mod bench;
 pub mod error;
 pub mod evaluate;
 pub mod noise;
+pub mod pareto;
 pub mod pipeline;
 pub mod policy;
 pub mod progress;
@@ -48,9 +49,10 @@ pub use concerto_decomp::select::{Decomposition, Scored, SelectConfig, Selected}
 pub use error::PipelineError;
 pub use evaluate::{evaluate, Evaluation};
 pub use noise::{noise, NoiseStats};
+pub use pareto::{pareto, Pareto, ParetoPoint};
 pub use pipeline::{
-    Config, Decompose, Decomposed, Families, Fusion, Joint, Measured, NoiseConfig, Pipeline,
-    Report, Row, Solvers,
+    Config, Decompose, Decomposed, Families, Fusion, Joint, Measured, MemoryBudget, NoiseConfig,
+    Pipeline, Report, Row, Solvers,
 };
 pub use progress::{Progress, Silent};
 pub use schedule::{schedule, Optimized, Origin, ScheduleConfig, Scheduled, Scheduler};

@@ -89,6 +89,76 @@ pub struct NoiseConfig {
     pub samples: usize,
 }
 
+/// A memory budget: bytes, or a percentage of the peak of the graph's program order
+/// (simulated on the configuration's hardware, [`concerto_graph::memory`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub enum MemoryBudget {
+    /// Bytes, resident bytes included.
+    Bytes(u64),
+    /// Percent of program order's peak (100 = the peak the program order reaches).
+    Percent(f64),
+}
+
+impl MemoryBudget {
+    /// Parses `BYTES`, `BYTES` with a `KiB`/`MiB`/`GiB` suffix, or `PCT%`.
+    pub fn parse(text: &str) -> Result<MemoryBudget, String> {
+        let t = text.trim();
+        if let Some(p) = t.strip_suffix('%') {
+            let v: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| format!("memory budget `{text}`: `{p}` is not a number"))?;
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!(
+                    "memory budget `{text}`: the percentage must be positive"
+                ));
+            }
+            return Ok(MemoryBudget::Percent(v));
+        }
+        let (digits, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+            Some(i) => t.split_at(i),
+            None => (t, ""),
+        };
+        let scale: u64 = match unit.trim() {
+            "" | "B" => 1,
+            "KiB" => 1 << 10,
+            "MiB" => 1 << 20,
+            "GiB" => 1 << 30,
+            u => {
+                return Err(format!(
+                    "memory budget `{text}`: unknown unit `{u}` (bytes, KiB, MiB, GiB or PCT%)"
+                ))
+            }
+        };
+        let v: u64 = digits
+            .parse()
+            .map_err(|_| format!("memory budget `{text}`: expected BYTES, BYTES GiB or PCT%"))?;
+        v.checked_mul(scale)
+            .filter(|b| *b > 0)
+            .map(MemoryBudget::Bytes)
+            .ok_or_else(|| format!("memory budget `{text}`: must be positive and fit in 64 bits"))
+    }
+
+    /// The budget in bytes for `graph` on `hardware` (a percentage of its program order's
+    /// peak, rounded down). Cost: one simulation for a percentage.
+    pub fn bytes(self, graph: &Graph, hardware: &Hardware) -> Result<u64, PipelineError> {
+        match self {
+            MemoryBudget::Bytes(b) => Ok(b),
+            MemoryBudget::Percent(p) => {
+                let plan = StreamPlan::program_order(graph)?;
+                let t = concerto_graph::simulate(
+                    graph,
+                    &plan,
+                    &hardware.durations(graph),
+                    hardware.contention,
+                )?;
+                Ok((t.peak_memory_bytes(graph) as f64 * p / 100.0).floor() as u64)
+            }
+        }
+    }
+}
+
 /// Options of a [`Pipeline`].
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -108,6 +178,11 @@ pub struct Config {
     pub fuse_config: FuseConfig,
     /// Noise re-simulation of every S plan, when given.
     pub noise: Option<NoiseConfig>,
+    /// A memory budget that every step keeps (S, and the rewritten graphs of S+AD, joint and
+    /// S+F), resolved against the graph given to [`Pipeline::run`] (or to the step called);
+    /// it replaces [`ScheduleConfig::memory_budget`]. A rewrite whose graph has no plan within
+    /// it is not kept (S+AD, joint); fusion fails with the error. Default none.
+    pub memory_budget: Option<MemoryBudget>,
     /// When the call's time limit ([`ScheduleConfig::time_limit`]) began: set it before
     /// reading the graph so that the import counts too. `None`: when [`Pipeline::run`] is
     /// called.
@@ -126,6 +201,7 @@ impl Config {
             fuse: false,
             fuse_config: FuseConfig::default(),
             noise: None,
+            memory_budget: None,
             started: None,
         }
     }
@@ -393,6 +469,9 @@ impl Pipeline {
     /// whole call from [`Config::started`]: each search step (S, S+AD, joint, S+F) gets an
     /// equal share of what is left when it begins.
     pub fn run(&self, graph: &Graph, progress: &dyn Progress) -> Result<Report, PipelineError> {
+        if let Some(resolved) = self.resolved(graph)? {
+            return resolved.run(graph, progress);
+        }
         let began = self.config.started.unwrap_or_else(Instant::now);
         let deadline = self.config.schedule.time_limit.map(|t| began + t);
         let searches = 1
@@ -491,6 +570,19 @@ impl Pipeline {
         Ok(report)
     }
 
+    /// This pipeline with [`Config::memory_budget`] resolved to bytes on `graph` (into
+    /// [`ScheduleConfig::memory_budget`]), or `None` when there is none to resolve.
+    fn resolved(&self, graph: &Graph) -> Result<Option<Pipeline>, PipelineError> {
+        let Some(budget) = self.config.memory_budget else {
+            return Ok(None);
+        };
+        let bytes = budget.bytes(graph, &self.config.hardware)?;
+        let mut config = self.config.clone();
+        config.memory_budget = None;
+        config.schedule.memory_budget = Some(bytes);
+        Ok(Some(Pipeline::new(config, self.solvers.clone())))
+    }
+
     /// The S step on `graph` with `hints` competing with concerto's own starts
     /// ([`schedule`]), within the configuration's time limit.
     pub fn schedule(
@@ -498,6 +590,9 @@ impl Pipeline {
         graph: &Graph,
         hints: Vec<StreamPlan>,
     ) -> Result<Optimized, PipelineError> {
+        if let Some(resolved) = self.resolved(graph)? {
+            return resolved.schedule(graph, hints);
+        }
         self.schedule_within(graph, hints, self.config.schedule.time_limit)
     }
 
@@ -558,6 +653,9 @@ impl Pipeline {
     /// The S+AD step: [`Pipeline::select`], the rewritten graph scheduled, kept against S
     /// (`s_ns`) by [`policy::keep`].
     pub fn decompose(&self, graph: &Graph, s_ns: u64) -> Result<Decomposed, PipelineError> {
+        if let Some(resolved) = self.resolved(graph)? {
+            return resolved.decompose(graph, s_ns);
+        }
         self.decompose_within(graph, s_ns, self.config.schedule.time_limit)
     }
 
@@ -575,7 +673,11 @@ impl Pipeline {
             None
         } else {
             let left = time_limit.map(|t| t.saturating_sub(began.elapsed()));
-            Some(self.schedule_within(&selected.graph, Vec::new(), left)?)
+            // A rewritten graph with no plan within the memory budget is not kept.
+            match self.schedule_within(&selected.graph, Vec::new(), left) {
+                Err(PipelineError::MemoryBudget { .. }) => None,
+                r => Some(r?),
+            }
         };
         let kept = schedule
             .as_ref()
@@ -606,6 +708,9 @@ impl Pipeline {
         sequential: &[Decomposition],
         sad_ns: u64,
     ) -> Result<Joint, PipelineError> {
+        if let Some(resolved) = self.resolved(graph)? {
+            return resolved.joint(graph, sequential, sad_ns);
+        }
         self.joint_among(
             graph,
             None,
@@ -682,7 +787,22 @@ impl Pipeline {
         let u = union(graph, &list, &chunk, &start)?;
         let modes = u.modes_of(&start);
         let (g0, _) = u.graph_of(&modes)?;
-        let first = self.schedule_within(&g0, Vec::new(), left(0.25))?;
+        let first = match self.schedule_within(&g0, Vec::new(), left(0.25)) {
+            Err(PipelineError::MemoryBudget { .. }) => {
+                return Ok(Joint {
+                    result: None,
+                    chosen: Vec::new(),
+                    regions: u.regions.len(),
+                    mode_changes: 0,
+                    skipped: 0,
+                    kept: false,
+                    makespan_ns: sad_ns,
+                    note: Some("no plan of the joint start within the memory budget".into()),
+                    time: began.elapsed(),
+                })
+            }
+            r => r?,
+        };
         let starts = schedule_of(&first.concerto().timeline).starts().to_vec();
         let limits = Limits {
             time_limit: left(2.0 / 3.0),
@@ -708,7 +828,22 @@ impl Pipeline {
         if solved.modes == modes {
             hints.push(first.concerto().plan.clone());
         }
-        let optimized = self.schedule_within(&solved.graph, hints, left(1.0))?;
+        let optimized = match self.schedule_within(&solved.graph, hints, left(1.0)) {
+            Err(PipelineError::MemoryBudget { .. }) => {
+                return Ok(Joint {
+                    result: None,
+                    chosen: Vec::new(),
+                    regions: u.regions.len(),
+                    mode_changes: solved.report.mode_changes,
+                    skipped: solved.report.skipped,
+                    kept: false,
+                    makespan_ns: sad_ns,
+                    note: Some("no plan of the joint graph within the memory budget".into()),
+                    time: began.elapsed(),
+                })
+            }
+            r => r?,
+        };
         let ns = optimized.concerto().makespan_ns();
         let kept = policy::keep(ns, sad_ns);
         let note = (!kept).then(|| {
@@ -741,6 +876,9 @@ impl Pipeline {
     /// again with that order as a hint, so its row is never behind the plan that chose the
     /// buckets. Kept against S by [`policy::keep`].
     pub fn fuse(&self, graph: &Graph, scheduled: &Optimized) -> Result<Fusion, PipelineError> {
+        if let Some(resolved) = self.resolved(graph)? {
+            return resolved.fuse(graph, scheduled);
+        }
         self.fuse_within(graph, scheduled, self.config.schedule.time_limit)
     }
 

@@ -25,6 +25,23 @@
 //!    shorter; [`Optimized::origin`] says which one was kept. Every makespan reported is
 //!    simulated.
 //!
+//! # Memory
+//!
+//! Under [`ScheduleConfig::memory_budget`] memory is a constraint, not a penalty (what is
+//! counted: [`concerto_graph::memory`]). A budget below the proven floor
+//! ([`concerto_graph::memory::peak_lower_bound`]) fails at once. The portfolio's forward rules
+//! start an op only when its buffers fit and rank plans within the budget first
+//! ([`ListConfig::memory_budget`]); only plans within the budget (by the checker, on their
+//! simulated timeline) start the windows, unless none is; each window pass is kept only if the
+//! plan of its schedule, simulated with contention, stays within the budget (an exact check
+//! per pass, [`concerto_rcpsp::Admission`]: one plan and one simulation, up to 15 per pass when
+//! halves of the windows are tried). Every choice between plans (the search's result,
+//! concerto's plan among it, the baselines and the hints) puts plans within the budget first;
+//! the returned plan passes [`concerto_graph::memory::check_memory`], and when no plan built
+//! keeps the budget the step fails with [`PipelineError::MemoryBudget`], naming the smallest
+//! peak found and the floor. The LHS baseline gets XLA's treatment
+//! ([`baselines::lhs_within`]); the other baselines ignore memory and report their peak.
+//!
 //! The time limit covers the whole step: the portfolio stops at half of it, and the
 //! windows stop early enough to leave room for the final simulations (measured on the first
 //! baseline's). Cost: the baselines, the bounds and each simulation are O((ops + deps) log
@@ -37,8 +54,12 @@ use std::time::{Duration, Instant};
 use concerto_graph::bounds::bounds;
 use concerto_graph::list::{self, ListConfig};
 use concerto_graph::lower::{lower, schedule_of};
-use concerto_graph::{baselines, simulate, Graph, GraphError, Hardware, StreamPlan, Timeline};
-use concerto_rcpsp::{check, Limits, OddEven, OddEvenConfig, Outcome, Problem, Solver, Status};
+use concerto_graph::{
+    baselines, memory, simulate, Graph, GraphError, Hardware, StreamPlan, Timeline,
+};
+use concerto_rcpsp::{
+    check, Admission, Limits, OddEven, OddEvenConfig, Outcome, Problem, Solver, Status,
+};
 
 use crate::error::PipelineError;
 
@@ -148,6 +169,11 @@ pub struct ScheduleConfig {
     /// rewrite): each competes with the baselines for the solver's start and with the solver
     /// for concerto's plan ([`Origin::Hint`] when one is kept). Default none.
     pub hints: Vec<StreamPlan>,
+    /// A memory budget (bytes, resident bytes included; see [`concerto_graph::memory`]), or
+    /// `None` (default). Under a budget concerto's plan never exceeds it (checked with
+    /// [`concerto_graph::memory::check_memory`]), or the step fails with
+    /// [`PipelineError::MemoryBudget`]; see "Memory" in the module docs.
+    pub memory_budget: Option<u64>,
 }
 
 impl Default for ScheduleConfig {
@@ -167,6 +193,7 @@ impl Default for ScheduleConfig {
             max_block: 32,
             list: ListConfig::default(),
             hints: Vec::new(),
+            memory_budget: None,
         }
     }
 }
@@ -270,6 +297,10 @@ pub struct Optimized {
     /// Every plan of concerto's list-scheduling portfolio that ran, with its simulated
     /// makespan (ns), best first.
     pub portfolio: Vec<(String, u64)>,
+    /// The memory budget the step kept ([`ScheduleConfig::memory_budget`], bytes).
+    pub memory_budget_bytes: Option<u64>,
+    /// A peak no plan can go below ([`concerto_graph::memory::peak_lower_bound`], bytes).
+    pub peak_lower_bound_bytes: u64,
     /// Wall time of the whole step.
     pub time: Duration,
 }
@@ -297,6 +328,9 @@ impl Optimized {
             .unwrap_or(0)
     }
 }
+
+/// Most portfolio plans over a memory budget that the step repairs.
+const REPAIRED: usize = 3;
 
 /// Share of the step's time limit the list-scheduling portfolio may use.
 const PORTFOLIO_SHARE: f64 = 0.5;
@@ -341,6 +375,10 @@ pub fn schedule(
     }
     let durations = hardware.durations(graph);
     let contention = hardware.contention;
+    let budget = config.memory_budget;
+    let peak_floor = memory::peak_lower_bound(graph, &durations)?;
+    // Within the budget: the independent checker's peak of the simulated timeline.
+    let within = |s: &Scheduled| budget.is_none_or(|b| s.peak_memory_bytes <= b);
     let program = Scheduled::new(
         Scheduler::ProgramOrder,
         graph,
@@ -356,7 +394,10 @@ pub fn schedule(
         Scheduled::new(
             Scheduler::Lhs,
             graph,
-            baselines::lhs(graph, &durations)?,
+            match budget {
+                Some(b) => baselines::lhs_within(graph, &durations, b, contention)?,
+                None => baselines::lhs(graph, &durations)?,
+            },
             &durations,
             contention,
         )?,
@@ -377,6 +418,18 @@ pub fn schedule(
             stream: b.stream.map(|s| s.name()),
         })
         .collect();
+    if let Some(b) = budget {
+        // No order can keep a budget under the proven floor: say so before searching.
+        if b < peak_floor {
+            return Err(over_budget(
+                b,
+                peak_floor,
+                results
+                    .iter()
+                    .map(|r| (r.scheduler.to_string(), r.peak_memory_bytes)),
+            ));
+        }
+    }
     let lowered = lower(graph, &durations)?;
     let deadline = config.time_limit.map(|t| began + t);
     // Kept back for the simulations after the search (the solver's plan, the hints).
@@ -395,6 +448,7 @@ pub fn schedule(
         &ListConfig {
             contention,
             seed: config.seed,
+            memory_budget: budget,
             ..config.list.clone()
         },
         &|| match config.work_limit {
@@ -403,10 +457,11 @@ pub fn schedule(
             None => past(PORTFOLIO_SHARE),
         },
     )?;
-    // The `list` baseline is the portfolio's critical-path rule: taken from it when it ran.
+    // The `list` baseline is the portfolio's critical-path rule: taken from it when it ran
+    // (and was not held back by a memory budget: the baseline knows nothing of memory).
     let list_plan = match candidates
         .iter()
-        .find(|c| c.rule == list::Rule::CriticalPath)
+        .find(|c| c.rule == list::Rule::CriticalPath && budget.is_none())
     {
         Some(c) => c.plan.clone(),
         None => list::list_schedule(
@@ -424,10 +479,47 @@ pub fn schedule(
         &durations,
         contention,
     )?);
-    let portfolio: Vec<(String, u64)> = candidates
+    let mut portfolio: Vec<(String, u64)> = candidates
         .iter()
         .map(|c| (c.rule.to_string(), c.makespan_ns))
         .collect();
+    // Under a budget, the portfolio plans over it that are shorter than every plan within
+    // it are repaired (list::repair_memory), the shortest first, up to REPAIRED of them and
+    // until three quarters of the time limit.
+    let mut repaired: Vec<(String, Scheduled)> = Vec::new();
+    if let Some(b) = budget {
+        let best_fitting = candidates
+            .iter()
+            .filter(|c| c.peak_bytes <= b)
+            .map(|c| c.makespan_ns)
+            .min()
+            .unwrap_or(u64::MAX);
+        let mut over: Vec<&list::Candidate> = candidates
+            .iter()
+            .filter(|c| c.peak_bytes > b && c.makespan_ns < best_fitting)
+            .collect();
+        over.sort_by_key(|c| c.makespan_ns);
+        over.dedup_by(|x, y| x.plan == y.plan);
+        let stop = || match config.work_limit {
+            Some(_) => past(1.0),
+            None => past(0.75),
+        };
+        for c in over.into_iter().take(REPAIRED) {
+            if stop() {
+                break;
+            }
+            let moves = 4 * graph.len();
+            if let Some((plan, _)) =
+                list::repair_memory(graph, &c.plan, &durations, contention, b, moves, &stop)?
+            {
+                let s = Scheduled::new(Scheduler::Concerto, graph, plan, &durations, contention)?;
+                let name = format!("repaired-{}", c.rule);
+                portfolio.push((name.clone(), s.makespan_ns()));
+                repaired.push((name, s));
+            }
+        }
+        portfolio.sort_by_key(|p| p.1);
+    }
     let mut hints = Vec::with_capacity(config.hints.len());
     for plan in &config.hints {
         hints.push(Scheduled::new(
@@ -440,12 +532,38 @@ pub fn schedule(
     }
     // The windows start from the own plan (portfolio or hint) with the shortest
     // contention-free timeline; the baselines are not starts.
+    // Under a memory budget, only plans within it (by the checker, on their simulated
+    // timeline) are starts, unless none is.
+    let mut own: Vec<(&StreamPlan, String, bool)> = Vec::new();
+    for c in &candidates {
+        let fits = match budget {
+            Some(_) => within(&Scheduled::new(
+                Scheduler::Concerto,
+                graph,
+                c.plan.clone(),
+                &durations,
+                contention,
+            )?),
+            None => true,
+        };
+        own.push((&c.plan, c.rule.to_string(), fits));
+    }
+    own.extend(
+        hints
+            .iter()
+            .map(|h| (&h.plan, "hint".to_string(), within(h))),
+    );
+    own.extend(
+        repaired
+            .iter()
+            .map(|(n, s)| (&s.plan, n.clone(), within(s))),
+    );
+    let any_fits = own.iter().any(|o| o.2);
     let mut start: Option<(u64, Timeline, String)> = None;
-    for (plan, name) in candidates
-        .iter()
-        .map(|c| (&c.plan, c.rule.to_string()))
-        .chain(hints.iter().map(|h| (&h.plan, "hint".to_string())))
-    {
+    for (plan, name, fits) in own {
+        if any_fits && !fits {
+            continue;
+        }
         let t = simulate(graph, plan, &durations, 1.0)?;
         if start.as_ref().is_none_or(|(m, _, _)| t.makespan < *m) {
             start = Some((t.makespan, t, name));
@@ -460,6 +578,14 @@ pub fn schedule(
     // Escalating windows: run the odd-even driver; when it has converged with budget left,
     // run it again from its result with blocks twice as large (up to `max_block`).
     let mut driver = OddEven::new(Box::new(Shared(solver)), config.oddeven.clone());
+    if let Some(b) = budget {
+        driver = driver.with_admission(Arc::new(WithinBudget {
+            graph: Arc::new(graph.clone()),
+            durations: durations.clone(),
+            contention,
+            budget: b,
+        }));
+    }
     let mut best = initial;
     let mut work = 0u64;
     let mut outcome;
@@ -529,17 +655,26 @@ pub fn schedule(
         contention,
     )?;
     // The search's result: the windows' plan, or a portfolio plan that simulates strictly
-    // shorter under contention (the windows minimise the contention-free makespan).
+    // shorter under contention (the windows minimise the contention-free makespan); under a
+    // budget, plans within it first.
+    let key = |s: &Scheduled| (!within(s), s.makespan_ns());
+    let windows_peak = windows_plan.peak_memory_bytes;
     let mut solver_plan = windows_plan;
     if let Some(c) = candidates.first() {
-        if c.makespan_ns < solver_plan.makespan_ns() {
-            solver_plan = Scheduled::new(
-                Scheduler::Concerto,
-                graph,
-                c.plan.clone(),
-                &durations,
-                contention,
-            )?;
+        let c = Scheduled::new(
+            Scheduler::Concerto,
+            graph,
+            c.plan.clone(),
+            &durations,
+            contention,
+        )?;
+        if key(&c) < key(&solver_plan) {
+            solver_plan = c;
+        }
+    }
+    for (_, r) in &repaired {
+        if key(r) < key(&solver_plan) {
+            solver_plan = r.clone();
         }
     }
     let mut concerto = solver_plan.clone();
@@ -549,13 +684,29 @@ pub fn schedule(
         .map(|r| (r, Origin::Baseline(r.scheduler)))
         .chain(hints.iter().map(|h| (h, Origin::Hint)))
     {
-        if r.makespan_ns() < concerto.makespan_ns() {
+        if key(r) < key(&concerto) {
             concerto = Scheduled {
                 scheduler: Scheduler::Concerto,
                 ..r.clone()
             };
             origin = o;
         }
+    }
+    if let Some(b) = budget {
+        if !within(&concerto) {
+            let found = results
+                .iter()
+                .map(|r| (r.scheduler.to_string(), r.peak_memory_bytes))
+                .chain(
+                    candidates
+                        .iter()
+                        .map(|c| (c.rule.to_string(), c.peak_bytes)),
+                )
+                .chain([("windows".to_string(), windows_peak)]);
+            return Err(over_budget(b, peak_floor, found));
+        }
+        // The independent checker, once more, on the plan returned.
+        memory::check_memory(graph, &concerto.timeline, b)?;
     }
     results.push(concerto);
     let binding = all_bounds
@@ -582,6 +733,48 @@ pub fn schedule(
         start_makespan_ns,
         start: start_rule,
         portfolio,
+        memory_budget_bytes: budget,
+        peak_lower_bound_bytes: peak_floor,
         time: began.elapsed(),
     })
+}
+
+/// [`PipelineError::MemoryBudget`] with the smallest of the `found` peaks.
+fn over_budget(
+    budget: u64,
+    floor: u64,
+    found: impl Iterator<Item = (String, u64)>,
+) -> PipelineError {
+    let (by, smallest) = found
+        .min_by_key(|(_, p)| *p)
+        .unwrap_or_else(|| ("none".into(), u64::MAX));
+    PipelineError::MemoryBudget {
+        budget_bytes: budget,
+        smallest_bytes: smallest,
+        by,
+        lower_bound_bytes: floor,
+    }
+}
+
+/// The windows' side constraint under a memory budget: the plan of a schedule's start order
+/// ([`StreamPlan::from_starts`]), simulated with contention, peaks within the budget
+/// ([`concerto_graph::memory::profile`]). Cost per call: one plan and one simulation,
+/// O((ops + deps) log ops).
+struct WithinBudget {
+    graph: Arc<Graph>,
+    durations: Vec<u64>,
+    contention: f64,
+    budget: u64,
+}
+
+impl Admission for WithinBudget {
+    fn admits(&self, starts: &[i64]) -> bool {
+        let starts: Vec<u64> = starts.iter().map(|&s| s.max(0) as u64).collect();
+        let Ok(plan) = StreamPlan::from_starts(&self.graph, &starts) else {
+            return false;
+        };
+        simulate(&self.graph, &plan, &self.durations, self.contention)
+            .and_then(|t| memory::profile(&self.graph, &t))
+            .is_ok_and(|p| p.peak_bytes <= self.budget)
+    }
 }

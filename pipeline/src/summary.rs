@@ -153,6 +153,13 @@ pub struct ReportSummary {
     pub solver_makespan_ns: u64,
     /// The solver's own plan, simulated (ns), apart from any fallback to a baseline.
     pub solver_plan_ns: u64,
+    /// The solver's own plan's memory peak (bytes).
+    pub solver_plan_peak_bytes: u64,
+    /// The memory budget kept (bytes), when there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_budget_bytes: Option<u64>,
+    /// A peak no plan can go below (bytes; [`concerto_graph::memory::peak_lower_bound`]).
+    pub peak_lower_bound_bytes: u64,
     /// Solver work spent by the S step (its deterministic unit).
     pub work: u64,
     /// Contention-free makespan of the solver's start (ns).
@@ -216,6 +223,9 @@ impl Report {
             solver_status: s.solver_status.to_string(),
             solver_makespan_ns: s.solver_makespan_ns,
             solver_plan_ns: s.solver_plan.makespan_ns(),
+            solver_plan_peak_bytes: s.solver_plan.peak_memory_bytes,
+            memory_budget_bytes: s.memory_budget_bytes,
+            peak_lower_bound_bytes: s.peak_lower_bound_bytes,
             work: s.work,
             start_makespan_ns: s.start_makespan_ns,
             start: s.start.clone(),

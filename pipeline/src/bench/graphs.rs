@@ -19,6 +19,7 @@ use serde::Serialize;
 use super::BenchError;
 use crate::pipeline::{Pipeline, Report};
 use crate::progress::Progress;
+use crate::schedule::Optimized;
 use crate::summary::{gain_pct, Comparison, DecompositionSummary};
 use crate::table::Table;
 
@@ -128,6 +129,9 @@ pub struct GraphsRow {
     pub report: Report,
     /// Events of the validated Chrome trace of every scheduler's timeline.
     pub trace_events: usize,
+    /// Under a memory budget: the S step of the same graph without it (what the budget
+    /// costs), else `None`.
+    pub unbounded: Option<Optimized>,
 }
 
 /// What [`run`] found.
@@ -172,6 +176,15 @@ pub fn run(
         })
         .collect();
     progress.start("bench graphs", Some(chosen.len() as u64));
+    // Under a memory budget, the same S step without it, for the memory table.
+    let budgeted =
+        pipeline.config.memory_budget.is_some() || pipeline.config.schedule.memory_budget.is_some();
+    let free = budgeted.then(|| {
+        let mut config = pipeline.config.clone();
+        config.memory_budget = None;
+        config.schedule.memory_budget = None;
+        Pipeline::new(config, pipeline.solvers.clone())
+    });
     let mut rows = Vec::new();
     let mut worse = Vec::new();
     let mut search_worse = Vec::new();
@@ -211,12 +224,33 @@ pub fn run(
                 )
             })?;
         let opt = s.concerto().makespan_ns();
-        if s.results.iter().any(|x| opt > x.makespan_ns()) {
+        // Under a budget, the independent checker on concerto's plan, and baselines count
+        // only when within the budget.
+        let fits = |x: &crate::Scheduled| {
+            s.memory_budget_bytes
+                .is_none_or(|b| x.peak_memory_bytes <= b)
+        };
+        if let Some(b) = s.memory_budget_bytes {
+            concerto_graph::memory::check_memory(graph, &s.concerto().timeline, b)
+                .map_err(|e| failed(e.into()))?;
+        }
+        let baselines = || {
+            s.results
+                .iter()
+                .filter(|x| x.scheduler != crate::Scheduler::Concerto && fits(x))
+        };
+        if baselines().any(|x| opt > x.makespan_ns()) {
             worse.push(name.clone());
         }
-        if s.solver_plan.makespan_ns() > s.best_baseline_ns() {
+        let best_fitting = baselines().map(|x| x.makespan_ns()).min();
+        let lost = best_fitting.is_some_and(|b| s.solver_plan.makespan_ns() > b);
+        if !fits(&s.solver_plan) || lost {
             search_worse.push(name.clone());
         }
+        let unbounded = match &free {
+            Some(p) => Some(p.schedule(graph, Vec::new()).map_err(failed)?),
+            None => None,
+        };
         progress.advance(
             1,
             &format!(
@@ -230,6 +264,7 @@ pub fn run(
             config: name,
             report,
             trace_events,
+            unbounded,
         });
     }
     progress.finish();
@@ -238,6 +273,71 @@ pub fn run(
         worse,
         search_worse,
     })
+}
+
+/// The memory side of a [`GraphsRow`] run under a budget: program order, concerto without the
+/// budget and with it, and the LHS baseline with XLA's memory treatment, each with its
+/// simulated makespan and its peak ([`concerto_graph::memory`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MemorySummary {
+    /// The budget (bytes).
+    pub budget_bytes: u64,
+    /// Program order's peak (bytes).
+    pub program_peak_bytes: u64,
+    /// Concerto without the budget: makespan (ns) and peak (bytes).
+    pub unbounded_ns: u64,
+    /// See [`MemorySummary::unbounded_ns`].
+    pub unbounded_peak_bytes: u64,
+    /// Whether the unbounded plan's peak is above program order's.
+    pub unbounded_raises_peak: bool,
+    /// Concerto within the budget: makespan (ns) and peak (bytes).
+    pub concerto_ns: u64,
+    /// See [`MemorySummary::concerto_ns`].
+    pub concerto_peak_bytes: u64,
+    /// Share of the unbounded gain over program order kept within the budget (%); 100 when
+    /// the unbounded plan gains nothing.
+    pub kept_gain_pct: f64,
+    /// The LHS baseline under the budget (memory as a tie-breaker, retry at 0.9): makespan
+    /// (ns), peak (bytes), and whether it is within the budget.
+    pub lhs_ns: u64,
+    /// See [`MemorySummary::lhs_ns`].
+    pub lhs_peak_bytes: u64,
+    /// See [`MemorySummary::lhs_ns`].
+    pub lhs_within: bool,
+    /// A peak no plan can go below (bytes).
+    pub peak_lower_bound_bytes: u64,
+}
+
+impl MemorySummary {
+    /// The summary of a budgeted S step `s` and the unbounded one `free` of the same graph.
+    pub fn of(s: &Optimized, free: &Optimized) -> Option<MemorySummary> {
+        let budget = s.memory_budget_bytes?;
+        let program = s.get(crate::Scheduler::ProgramOrder)?;
+        let lhs = s.get(crate::Scheduler::Lhs)?;
+        let (p, u, c) = (
+            program.makespan_ns() as f64,
+            free.concerto().makespan_ns() as f64,
+            s.concerto().makespan_ns() as f64,
+        );
+        Some(MemorySummary {
+            budget_bytes: budget,
+            program_peak_bytes: program.peak_memory_bytes,
+            unbounded_ns: free.concerto().makespan_ns(),
+            unbounded_peak_bytes: free.concerto().peak_memory_bytes,
+            unbounded_raises_peak: free.concerto().peak_memory_bytes > program.peak_memory_bytes,
+            concerto_ns: s.concerto().makespan_ns(),
+            concerto_peak_bytes: s.concerto().peak_memory_bytes,
+            kept_gain_pct: if p > u {
+                (p - c) / (p - u) * 100.0
+            } else {
+                100.0
+            },
+            lhs_ns: lhs.makespan_ns(),
+            lhs_peak_bytes: lhs.peak_memory_bytes,
+            lhs_within: lhs.peak_memory_bytes <= budget,
+            peak_lower_bound_bytes: s.peak_lower_bound_bytes,
+        })
+    }
 }
 
 /// A [`GraphsRow`] flattened for JSON (`concerto bench graphs --json`).
@@ -264,6 +364,9 @@ pub struct GraphsRowSummary {
     pub trace_events: usize,
     /// Wall time of the S step (s).
     pub time_s: f64,
+    /// Under a memory budget: what keeping it cost (see [`MemorySummary`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory: Option<MemorySummary>,
     /// S+AD: concerto on the rewritten graph, never above `optimized_ns` (S is kept when the
     /// rewrite schedules longer). With `--decompose` only, like the fields below.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -352,6 +455,10 @@ impl GraphsRow {
             collective_calls: fu.map(|f| (s.collectives, f.calls_after(s))),
             fuse_note: fu.and_then(|f| f.note()),
             fuse_time_s: fu.map(|f| f.time.as_secs_f64()),
+            memory: g
+                .unbounded
+                .as_ref()
+                .and_then(|free| MemorySummary::of(s, free)),
         }
     }
 }
@@ -480,6 +587,65 @@ impl fmt::Display for GraphsBench {
                     }
                 }
             }
+        }
+        let memory: Vec<(&str, &MemorySummary)> = rows
+            .iter()
+            .filter_map(|r| r.memory.as_ref().map(|m| (r.config.as_str(), m)))
+            .collect();
+        if !memory.is_empty() {
+            let gib = |b: u64| format!("{:.2}", b as f64 / (1u64 << 30) as f64);
+            let mut t = Table::new(&[
+                "config",
+                "budget_GiB",
+                "program_ms",
+                "program_GiB",
+                "free_ms",
+                "free_GiB",
+                "concerto_ms",
+                "concerto_GiB",
+                "kept_gain",
+                "lhs_ms",
+                "lhs_GiB",
+                "floor_GiB",
+            ]);
+            for (name, m) in &memory {
+                let program = rows
+                    .iter()
+                    .find(|r| r.config == *name)
+                    .map_or(0, |r| r.comparison.program_order_ns);
+                t.row(vec![
+                    name.to_string(),
+                    gib(m.budget_bytes),
+                    ms(program),
+                    gib(m.program_peak_bytes),
+                    ms(m.unbounded_ns),
+                    format!(
+                        "{}{}",
+                        gib(m.unbounded_peak_bytes),
+                        if m.unbounded_raises_peak { " +" } else { "" }
+                    ),
+                    ms(m.concerto_ns),
+                    gib(m.concerto_peak_bytes),
+                    format!("{:.1}%", m.kept_gain_pct),
+                    ms(m.lhs_ns),
+                    format!(
+                        "{}{}",
+                        gib(m.lhs_peak_bytes),
+                        if m.lhs_within { "" } else { " over" }
+                    ),
+                    gib(m.peak_lower_bound_bytes),
+                ]);
+            }
+            writeln!(f)?;
+            f.write_str(&t.render())?;
+            writeln!(
+                f,
+                "memory: free = concerto without the budget (+: its peak is above program \
+                 order's); concerto = within the budget (checked by memory::check_memory); \
+                 kept_gain = (program - concerto) / (program - free); lhs = the LHS baseline \
+                 with XLA's memory treatment (tie-breaker, retry at 0.9; over = above the \
+                 budget); floor = a peak no order can go below"
+            )?;
         }
         if fusing {
             writeln!(
