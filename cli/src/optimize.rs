@@ -196,6 +196,18 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         table.row(row);
     }
     print!("{}", table.render());
+    if let Some(b) = s.memory_budget_bytes {
+        let gib = |x: u64| x as f64 / (1u64 << 30) as f64;
+        println!(
+            "memory       budget {:.2} GiB: concerto's plan peaks at {:.2} GiB (checked); program order {:.2} GiB; no order below {:.2} GiB; solver's own plan {:.2} GiB{}",
+            gib(b),
+            gib(s.concerto().peak_memory_bytes),
+            gib(s.get(Scheduler::ProgramOrder).map_or(0, |x| x.peak_memory_bytes)),
+            gib(s.peak_lower_bound_bytes),
+            gib(s.solver_plan.peak_memory_bytes),
+            if s.solver_plan.peak_memory_bytes > b { " (over)" } else { "" }
+        );
+    }
     if let Some(j) = &r.joint {
         println!(
             "joint        {} ms with {} decomposition(s) over {} region(s), {} window(s) changed a mode, {} too large for the solver ({:.1} s){}",

@@ -9,7 +9,7 @@ use clap::Args;
 use concerto_extract::hlo::ImportOptions;
 use concerto_graph::list::{ListConfig, Rule};
 use concerto_graph::Hardware;
-use concerto_pipeline::{Config, Pipeline, ScheduleConfig, Solvers};
+use concerto_pipeline::{Config, MemoryBudget, Pipeline, ScheduleConfig, Solvers};
 use concerto_rcpsp::OddEvenConfig;
 
 use crate::solve::{default_solver, registry, time_limit};
@@ -147,6 +147,13 @@ pub(crate) struct OptimizeOpts {
     /// justified, sampled [default: all but cp-comm-fifo, the LHS-like rule].
     #[arg(long, value_name = "RULE,...", value_delimiter = ',')]
     pub(crate) rules: Vec<String>,
+    /// A memory budget that concerto's plan keeps: bytes (`80000000000`, `72GiB`) or a
+    /// percentage of the program order's peak (`100%`). What is counted: resident parameters
+    /// and inputs, live tensors from their producer's start to their last reader's end,
+    /// collective buffers, and the step's outputs kept to its end. A budget no plan found
+    /// keeps is an error naming the smallest peak found.
+    #[arg(long, value_name = "BYTES|PCT%", value_parser = MemoryBudget::parse)]
+    pub(crate) memory_budget: Option<MemoryBudget>,
     /// Random list schedules the `sampled` rule draws.
     #[arg(long, value_name = "N", default_value_t = concerto_graph::list::ListConfig::default().samples)]
     pub(crate) list_samples: usize,
@@ -274,6 +281,8 @@ impl OptimizeOpts {
             max_block: self.max_window.max(self.window),
             list: self.list_config()?,
             hints: Vec::new(),
+            // Resolved against the graph by the pipeline (`Config::memory_budget`).
+            memory_budget: None,
         })
     }
 
@@ -290,6 +299,7 @@ impl OptimizeOpts {
         config.select =
             concerto_pipeline::Families::from(self.families).select_config(self.split_slowdown);
         config.fuse = self.fuse == Fuse::On;
+        config.memory_budget = self.memory_budget;
         Ok(config)
     }
 
