@@ -18,6 +18,7 @@ mod io;
 mod model;
 mod optimize;
 mod opts;
+mod pareto;
 mod progress;
 mod psplib_bench;
 mod report;
@@ -50,6 +51,9 @@ enum Command {
     /// Evaluate a stream plan of a graph (`optimize --plan` writes one; so may other tools)
     /// with the simulator: makespan, exposed communication, peak memory, trace and SVG.
     Simulate(simulate::SimulateArgs),
+    /// Makespan against peak memory: concerto under a descending series of memory budgets,
+    /// as a table, JSON (`--json`) and an SVG plot (`--svg`).
+    Pareto(pareto::ParetoArgs),
     /// Show a graph's critical collectives, the decompositions chosen around them and the
     /// schedule-only (S) vs decomposed (S+AD) makespans; `--sweep-slowdown` for sensitivity.
     Decompose(decompose::DecomposeArgs),
@@ -86,6 +90,7 @@ fn main() -> ExitCode {
         Command::Model(args) => model::run(&args),
         Command::Optimize(args) => optimize::run(&args),
         Command::Simulate(args) => simulate::run(&args),
+        Command::Pareto(args) => pareto::run(&args),
         Command::Decompose(args) => decompose::run(&args),
         Command::RunCuda(args) => run_cuda::run(&args),
         Command::Bench(cmd) => bench::run(cmd),

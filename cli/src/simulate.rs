@@ -39,6 +39,11 @@ pub(crate) struct SimulateArgs {
     /// Write an SVG Gantt chart of the timeline.
     #[arg(long, value_name = "FILE")]
     pub(crate) svg: Option<PathBuf>,
+    /// Check the plan against a memory budget: bytes (`72GiB`) or a percentage of the graph's
+    /// program order's peak (`100%`); a plan over it is reported with when and what was live,
+    /// and the command exits 1.
+    #[arg(long, value_name = "BYTES|PCT%", value_parser = concerto_pipeline::MemoryBudget::parse)]
+    pub(crate) memory_budget: Option<concerto_pipeline::MemoryBudget>,
     /// Print one JSON object.
     #[arg(long)]
     pub(crate) json: bool,
@@ -55,6 +60,11 @@ struct SimulateJson {
     peak_memory_bytes: u64,
     lower_bound_ns: u64,
     bound_kind: &'static str,
+    resident_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    memory_budget_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    within_budget: Option<bool>,
 }
 
 pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
@@ -91,9 +101,29 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
         peak_memory_bytes: e.peak_memory_bytes,
         lower_bound_ns: e.lower_bound_ns,
         bound_kind: e.bound_kind.as_str(),
+        resident_bytes: graph.resident_bytes(),
+        memory_budget_bytes: None,
+        within_budget: None,
     };
+    // The independent memory checker, when a budget is given.
+    let mut out = out;
+    let mut over = None;
+    if let Some(b) = args.memory_budget {
+        let bytes = b.bytes(&graph, &hardware)?;
+        out.memory_budget_bytes = Some(bytes);
+        match concerto_graph::memory::check_memory(&graph, &e.timeline, bytes) {
+            Ok(_) => out.within_budget = Some(true),
+            Err(err) => {
+                out.within_budget = Some(false);
+                over = Some(err.to_string());
+            }
+        }
+    }
     if args.json {
         println!("{}", serde_json::to_string(&out)?);
+        if over.is_some() {
+            return Err(Failure::Rejected);
+        }
         return Ok(());
     }
     println!("graph        {} ({} ops)", out.graph, out.ops);
@@ -109,9 +139,20 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
         out.bound_kind
     );
     println!("exposed comm {} ms", ms(out.exposed_comm_ns));
+    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     println!(
-        "peak memory  {:.2} GiB",
-        out.peak_memory_bytes as f64 / (1u64 << 30) as f64
+        "peak memory  {:.2} GiB ({:.2} GiB resident)",
+        gib(out.peak_memory_bytes),
+        gib(out.resident_bytes)
     );
+    if let Some(b) = out.memory_budget_bytes {
+        match &over {
+            None => println!("budget       {:.2} GiB: within", gib(b)),
+            Some(why) => {
+                println!("budget       {:.2} GiB: over: {why}", gib(b));
+                return Err(Failure::Rejected);
+            }
+        }
+    }
     Ok(())
 }
