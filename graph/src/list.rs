@@ -161,7 +161,6 @@ impl Rule {
 
     /// Every rule.
     pub const ALL: [Rule; 8] = [
-        Rule::Program,
         Rule::CriticalPath,
         Rule::CommFifo,
         Rule::EnergyTail,
@@ -169,6 +168,7 @@ impl Rule {
         Rule::Backward,
         Rule::Justified,
         Rule::Sampled,
+        Rule::Program,
     ];
 
     /// `cp-forward`, `cp-comm-fifo`, `energy-tail`, `cp-plus-comm`, `cp-backward`,

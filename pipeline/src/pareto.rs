@@ -3,9 +3,11 @@
 //!
 //! [`pareto`] schedules the graph without a budget, then again and again with a budget just
 //! below the peak of the last plan found: `peak - step`, `step = (unbounded peak - floor) /
-//! points`, where the floor is [`concerto_graph::memory::peak_lower_bound`]. It stops at the
-//! first budget no plan keeps ([`PipelineError::MemoryBudget`], whose smallest peak found it
-//! reports), below the floor, or after `points` budgets. Each point is a plan that passed the
+//! points`, where the floor is [`concerto_graph::memory::peak_lower_bound`]. A budget no plan
+//! keeps ([`PipelineError::MemoryBudget`]) is reported with the smallest peak found under it,
+//! and the sweep goes on from that budget less a step (the search is a heuristic below the
+//! unbounded peak: a lower budget can succeed where a higher one failed). It stops below the
+//! floor or after `points` budgets. Each point is a plan that passed the
 //! memory checker; the front is the points no other point beats on both axes. Program order is
 //! reported beside them for reference. Cost: up to `points + 1` S steps, each within the
 //! pipeline's time limit (or work budget), so the same input, seed and work budget give the
@@ -54,9 +56,8 @@ pub struct Pareto {
     pub floor_bytes: u64,
     /// The points, unbounded first, budgets descending.
     pub points: Vec<ParetoPoint>,
-    /// The first budget no plan kept, with the smallest peak found under it (bytes), when the
-    /// sweep ended there.
-    pub infeasible: Option<(u64, u64)>,
+    /// The budgets no plan kept, each with the smallest peak found under it (bytes).
+    pub infeasible: Vec<(u64, u64)>,
 }
 
 /// Runs the sweep (see the module docs) with `pipeline`'s S step options (its own memory
@@ -98,29 +99,32 @@ pub fn pareto(
             origin: free.origin.as_str(),
             on_front: false,
         }],
-        infeasible: None,
+        infeasible: Vec::new(),
     };
     let step = (out.points[0].peak_bytes.saturating_sub(floor) / points as u64).max(1);
+    let mut last = out.points[0].peak_bytes;
     for _ in 0..points {
-        let last = out.points.last().expect("the unbounded point").peak_bytes;
         let Some(budget) = last.checked_sub(step).filter(|b| *b >= floor) else {
             break;
         };
+        last = budget;
         config.schedule.memory_budget = Some(budget);
         let run =
             Pipeline::new(config.clone(), pipeline.solvers.clone()).schedule(graph, Vec::new());
         progress.advance(1, &format!("budget {budget} B"));
         match run {
-            Ok(s) => out.points.push(ParetoPoint {
-                budget_bytes: Some(budget),
-                makespan_ns: s.concerto().makespan_ns(),
-                peak_bytes: s.concerto().peak_memory_bytes,
-                origin: s.origin.as_str(),
-                on_front: false,
-            }),
+            Ok(s) => {
+                last = s.concerto().peak_memory_bytes;
+                out.points.push(ParetoPoint {
+                    budget_bytes: Some(budget),
+                    makespan_ns: s.concerto().makespan_ns(),
+                    peak_bytes: s.concerto().peak_memory_bytes,
+                    origin: s.origin.as_str(),
+                    on_front: false,
+                })
+            }
             Err(PipelineError::MemoryBudget { smallest_bytes, .. }) => {
-                out.infeasible = Some((budget, smallest_bytes));
-                break;
+                out.infeasible.push((budget, smallest_bytes));
             }
             Err(e) => return Err(e),
         }
@@ -173,7 +177,7 @@ impl Pareto {
             gib(self.program_peak_bytes),
             gib(self.floor_bytes)
         );
-        if let Some((b, smallest)) = self.infeasible {
+        for &(b, smallest) in &self.infeasible {
             let _ = writeln!(
                 s,
                 "budget {:.3} GiB: no plan found (smallest peak found {:.3} GiB)",
