@@ -89,6 +89,25 @@
 //! 28915.8 ms, `energy-tail` 25880.5, `cp-backward` 24085.1 and `justified` 24034.9 (bound
 //! 23876.1). `extract/examples/list_portfolio.rs` prints the table for any graph file.
 //!
+//! # Memory
+//!
+//! Under [`ListConfig::memory_budget`] (bytes, resident included; what is counted:
+//! [`crate::memory`]) every forward list schedule tracks the live-tensor bytes in its own event
+//! loop (allocate at an op's start, free at its last reader's end, outputs of the step never)
+//! and starts an op only when its buffers fit: a free stream takes its best ready op that fits
+//! among the best 64; when none fits it waits, and the op it finally starts gets a *memory
+//! wait* on the op (of another stream) whose end freed the memory, so that the plan, which
+//! otherwise launches each op as soon as it is ready, replays exactly as scheduled. When no
+//! stream runs and nothing fits, the best op starts anyway (the plan is then over the budget,
+//! which its peak says). [`Rule::Program`] (`program-forward`: program order as the
+//! priority) runs first: the budget of 100 % is program order's own peak, and this rule keeps
+//! close to it while it starts collectives and independent work early. Backward passes ignore
+//! memory (their forward replays are measured). Every choice between schedules (justification
+//! rounds, samples, the final order of the candidates) puts those within the budget first,
+//! then the shorter. [`repair_memory`] delays, one FIFO position at a time, the op that
+//! first breaks a budget. Cost: each op compared with at most 64 others per choice; tracking
+//! is O(deps) per schedule.
+//!
 //! # Determinism
 //!
 //! Ties between ready ops go to the earlier op in program order (the later one in backward

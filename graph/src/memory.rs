@@ -7,12 +7,12 @@
 //! - **Resident bytes** ([`Graph::resident_bytes`]): parameters, optimizer state and every
 //!   other input of the step that no op of the graph produces. They are in memory for the
 //!   whole step whatever the order, so they add the same amount to every plan's peak.
-//! - **Live tensors**: each op allocates its [`Op::buffer_bytes`] (its declared output
+//! - **Live tensors**: each op allocates its [`Op::buffer_bytes`](crate::Op::buffer_bytes) (its declared output
 //!   tensors; a collective that declares none, its result buffer) when it *starts*, and frees
 //!   them when the last op that reads them *ends* (at its own end when nothing reads them).
 //!   A collective's input is a tensor of its producer, alive until the collective ends, so a
 //!   collective in flight holds both its send and its receive buffers.
-//! - **Outputs of the step** ([`Op::live_out`]: updated weights, gradients, the loss): allocated
+//! - **Outputs of the step** ([`Op::live_out`](crate::Op::live_out): updated weights, gradients, the loss): allocated
 //!   when their op starts and kept to the end of the step.
 //!
 //! At equal times, frees come before allocations (a buffer freed when one op ends can be
