@@ -256,6 +256,8 @@ fn engine(
     // current time), and the memory waits recorded.
     let mut starved = vec![false; ns];
     let mut freed_by: Option<usize> = None;
+    // Ops that ended at the current time (a wait for one of them pins a launch to it).
+    let mut ended_now: Vec<usize> = Vec::new();
     let mut waits: Vec<(usize, usize)> = Vec::new();
     loop {
         // The second sweep runs only when, under a budget, nothing runs and nothing fitted:
@@ -284,7 +286,10 @@ fn engine(
                                 break;
                             }
                         }
-                        starved[s] = chosen.is_none() && !held.is_empty();
+                        // Set here, cleared only by the launch that records the wait.
+                        if chosen.is_none() && !held.is_empty() {
+                            starved[s] = true;
+                        }
                         heaps[s].extend(held);
                         if chosen.is_some() {
                             forced = false;
@@ -302,7 +307,13 @@ fn engine(
                 };
                 if let Some(v) = next {
                     if gated && std::mem::take(&mut starved[s]) {
-                        if let Some(u) = freed_by.filter(|&u| net.stream[u] != s) {
+                        // The op whose end freed the memory, else (a forced launch) one that
+                        // ended now on another stream; at time 0 nothing is needed.
+                        let on_other = |u: &usize| net.stream[*u] != s;
+                        if let Some(u) = freed_by
+                            .filter(on_other)
+                            .or_else(|| ended_now.iter().copied().find(on_other))
+                        {
                             waits.push((u, v));
                         }
                     }
@@ -336,6 +347,7 @@ fn engine(
         };
         now = now.saturating_add(dt);
         freed_by = None;
+        ended_now.clear();
         for (s, slot) in running.iter_mut().enumerate() {
             let Some((v, rem)) = *slot else { continue };
             let left = rem.saturating_sub(dt.saturating_mul(rate(s)));
@@ -346,6 +358,7 @@ fn engine(
             *slot = None;
             end[v] = now;
             finished += 1;
+            ended_now.push(v);
             if !backward {
                 let before = live;
                 if readers[v] == 0 && !net.keep[v] {
