@@ -143,17 +143,15 @@ def reorder(gm: fx.GraphModule, plan) -> fx.GraphModule:
     return gm
 
 
-def stream_positions(gm: fx.GraphModule) -> dict[str, int]:
-    """Each node's position in the graph (for checking an order)."""
-    return {n.name: i for i, n in enumerate(gm.graph.nodes)}
-
-
-def check_order(gm: fx.GraphModule, plan) -> None:
-    """Raises ``ReorderError`` unless ``gm``'s order keeps every stream's order and every wait
-    of ``plan`` and each ``wait_tensor`` comes right before its first consumer (nothing but
-    other waits, views and ``getitem`` between)."""
+def check_order(graph, plan) -> None:
+    """Raises ``ReorderError`` unless the order of ``graph`` (a ``Graph`` or
+    ``GraphModule``) keeps every stream's order and every wait of ``plan``, and each
+    ``wait_tensor`` comes right before its first consumer (only other waits, views and
+    ``getitem`` between)."""
+    graph = getattr(graph, "graph", graph)
     plan = load_plan(plan)
-    pos = stream_positions(gm)
+    nodes = list(graph.nodes)
+    pos = {n.name: i for i, n in enumerate(nodes)}
     for s in plan["streams"]:
         ps = [pos[o] for o in s["ops"]]
         if ps != sorted(ps):
@@ -161,7 +159,6 @@ def check_order(gm: fx.GraphModule, plan) -> None:
     for p, c in plan.get("waits", []):
         if pos[p] >= pos[c]:
             raise ReorderError(f"wait `{p}` -> `{c}` is not kept")
-    nodes = list(gm.graph.nodes)
     for n in nodes:
         if not is_wait(n) or not n.users:
             continue
