@@ -1,5 +1,5 @@
-//! `concerto import`: read an exported graph (XLA HLO text), cost it, and write the native
-//! graph format.
+//! `concerto import`: read an exported graph (XLA HLO text, or a native graph JSON such as
+//! the PyTorch adapter writes), cost it, and write the native graph format.
 //!
 //! Besides the counts and durations it prints the module's memory ([`memory`]): the resident
 //! bytes (the entry parameters), the step's outputs (what reaches the entry's root), the peak
@@ -21,7 +21,8 @@ use crate::Failure;
 /// Arguments of `concerto import`.
 #[derive(Args, Debug)]
 pub(crate) struct ImportArgs {
-    /// The HLO text module (`.hlo` / `.txt`, as `--xla_dump_hlo_as_text` writes it).
+    /// The graph: an HLO text module (`.hlo` / `.txt`, as `--xla_dump_hlo_as_text` writes it)
+    /// or a native graph JSON (`.json`, e.g. from `python -m concerto_torch.export`).
     pub(crate) file: PathBuf,
     /// Hardware profile that costs the ops in the summary.
     #[arg(long, default_value = "h100")]
@@ -45,7 +46,9 @@ pub(crate) struct ImportArgs {
 #[derive(Serialize)]
 struct ImportJson {
     module: String,
-    instructions: usize,
+    /// Instructions of the entry computation (an HLO module only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<usize>,
     ops: usize,
     collectives: BTreeMap<String, usize>,
     links: Vec<String>,
@@ -73,7 +76,13 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     let began = Instant::now();
     let hardware = Hardware::by_name(&args.hardware)?.with_gpus_per_node(args.gpus_per_node)?;
     let options = import_options(args.gpus_per_node, &args.trip_counts)?;
-    let (graph, report) = concerto_extract::read::read_hlo(&args.file, &options)?;
+    // An HLO module is lowered (with its report); anything else is read as a native graph.
+    let (graph, report) = if concerto_extract::read::is_hlo(&args.file) {
+        let (g, r) = concerto_extract::read::read_hlo(&args.file, &options)?;
+        (g, Some(r))
+    } else {
+        (crate::io::read_graph_with(&args.file, &options)?, None)
+    };
     if let Some(path) = &args.output {
         write_graph(path, &graph)?;
     }
@@ -92,7 +101,7 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     let lower = memory::peak_lower_bound(&graph, &durations)?;
     let out = ImportJson {
         module: graph.name().to_string(),
-        instructions: report.instructions,
+        instructions: report.as_ref().map(|r| r.instructions),
         ops: graph.len(),
         collectives: summary.collectives,
         links: summary.links,
@@ -103,7 +112,7 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
         live_out_bytes: mem.live_out_bytes,
         peak_memory_bytes: mem.peak_bytes,
         peak_lower_bound_bytes: lower,
-        warnings: report.warnings.clone(),
+        warnings: report.map(|r| r.warnings).unwrap_or_default(),
         time_s: began.elapsed().as_secs_f64(),
     };
     if args.json {
@@ -111,10 +120,10 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
         return Ok(());
     }
     println!("module        {}", out.module);
-    println!(
-        "instructions  {} in the entry computation",
-        out.instructions
-    );
+    match out.instructions {
+        Some(n) => println!("instructions  {n} in the entry computation"),
+        None => println!("format        native graph JSON"),
+    }
     println!(
         "ops           {} ({} collectives)",
         out.ops,

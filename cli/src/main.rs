@@ -41,7 +41,8 @@ enum Command {
     Solve(solve::SolveArgs),
     /// Check a schedule (JSON) against a problem; exit 1 and list violations if invalid.
     Check(check::CheckArgs),
-    /// Import an XLA HLO text module as a graph, costed on a hardware profile.
+    /// Import a graph (an XLA HLO text module, or a native graph JSON such as the PyTorch
+    /// adapter writes), costed on a hardware profile.
     Import(import::ImportArgs),
     /// Build a training-step graph of a model under a parallel plan.
     Model(model::ModelArgs),

@@ -59,3 +59,30 @@ fn import_reports_the_memory_of_the_module() {
         assert!(text.contains(line), "`{line}` not in:\n{text}");
     }
 }
+
+#[test]
+fn import_reads_a_native_graph_json_too() {
+    let dir = scratch("import-native");
+    let path = dir.join("gpt.json").display().to_string();
+    let o = concerto(&[
+        "model", "gpt", "--layers", "1", "--hidden", "512", "--heads", "8", "--seq", "256",
+        "--dp", "2", "-o", &path,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = concerto(&["import", &path]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    assert!(text.contains("format        native graph JSON"), "{text}");
+    assert!(text.contains("all-reduce"), "{text}");
+    let o = concerto(&["import", &path, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v.get("instructions").is_none(), "no HLO instructions for a native graph");
+    let graph: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    assert_eq!(
+        v["ops"].as_u64().unwrap() as usize,
+        graph["ops"].as_array().unwrap().len()
+    );
+    assert!(v["resident_bytes"].as_u64().unwrap() > 0);
+}

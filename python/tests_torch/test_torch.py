@@ -89,12 +89,14 @@ class RoundTrip(unittest.TestCase):
             with open(g, "w") as f:
                 json.dump(cls.rec[ex], f)
             r = concerto("optimize", g, "--work-limit", "500", "--plan", p, "--json")
+            imported = json.loads(concerto("import", g, "--json").stdout)
             with open(p) as f:
-                return ex, json.load(f), json.loads(r.stdout)
+                return ex, json.load(f), json.loads(r.stdout), imported
 
+        cls.imported = {}
         with ThreadPoolExecutor(3) as pool:
-            for ex, plan, report in pool.map(optimize, EXPECTED):
-                cls.plan[ex], cls.report[ex] = plan, report
+            for ex, plan, report, imported in pool.map(optimize, EXPECTED):
+                cls.plan[ex], cls.report[ex], cls.imported[ex] = plan, report, imported
 
     @classmethod
     def tearDownClass(cls):
@@ -111,6 +113,9 @@ class RoundTrip(unittest.TestCase):
                 self.assertEqual(dict(fx_kinds), want)
                 self.assertEqual(json_kinds, fx_kinds)
                 self.assertEqual(self.report[ex]["collectives"], sum(want.values()))
+                # `concerto import` reads the native graph and counts the same collectives.
+                self.assertEqual(self.imported[ex]["collectives"], dict(fx_kinds))
+                self.assertEqual(self.imported[ex]["ops"], len(ops))
                 self.assertEqual(self.report[ex]["ops"], len(ops))
                 for o in ops:
                     if o["kind"]["type"] == "collective":
