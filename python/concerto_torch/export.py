@@ -309,12 +309,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Trace an example training step under the fake process group and write "
                     "Concerto's graph JSON.")  # fmt: skip
     ap.add_argument("example", choices=examples.PARALLEL, help="the GPT block's parallelism")
-    ap.add_argument("--ranks", type=int, default=8)
-    ap.add_argument("--layers", type=int, default=examples.Config.layers)
-    ap.add_argument("--d-model", type=int, default=examples.Config.d_model)
-    ap.add_argument("--heads", type=int, default=examples.Config.heads)
-    ap.add_argument("--seq", type=int, default=examples.Config.seq)
-    ap.add_argument("--batch", type=int, default=examples.Config.batch)
+    add_example_arguments(ap)
     ap.add_argument("--gpus-per-node", type=int, default=8)
     ap.add_argument("--fx-code", help="also write the traced FX graph's Python code here")
     ap.add_argument("-o", "--output", required=True, help="the graph JSON to write")
@@ -331,6 +326,18 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{a.output}: {step.name}, {nodes} FX nodes -> {len(rec['ops'])} ops, "
           f"{ncoll} collectives, resident {rec['resident_bytes']} bytes")  # fmt: skip
     return 0
+
+
+def add_example_arguments(ap) -> None:
+    """The options both command lines take to build an example step: ranks and its sizes."""
+    from . import examples
+
+    ap.add_argument("--ranks", type=int, default=8)
+    ap.add_argument("--layers", type=int, default=examples.Config.layers)
+    ap.add_argument("--d-model", type=int, default=examples.Config.d_model)
+    ap.add_argument("--heads", type=int, default=examples.Config.heads)
+    ap.add_argument("--seq", type=int, default=examples.Config.seq)
+    ap.add_argument("--batch", type=int, default=examples.Config.batch)
 
 
 def config_of(a):

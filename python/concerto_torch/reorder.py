@@ -170,7 +170,7 @@ def check_order(graph, plan) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from . import examples
-    from .export import config_of
+    from .export import add_example_arguments, config_of
     from .trace import trace_example
     from .verify import same_outputs
 
@@ -179,12 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         description="Re-trace an example step, put its FX graph in the order of Concerto's "
                     "plan, and check the reordered graph against the original.")  # fmt: skip
     ap.add_argument("example", choices=examples.PARALLEL)
-    ap.add_argument("--ranks", type=int, default=8)
-    ap.add_argument("--layers", type=int, default=examples.Config.layers)
-    ap.add_argument("--d-model", type=int, default=examples.Config.d_model)
-    ap.add_argument("--heads", type=int, default=examples.Config.heads)
-    ap.add_argument("--seq", type=int, default=examples.Config.seq)
-    ap.add_argument("--batch", type=int, default=examples.Config.batch)
+    add_example_arguments(ap)
     ap.add_argument("--plan", required=True, help="the plan `concerto optimize --plan` wrote")
     ap.add_argument("-o", "--output", help="write the reordered graph's Python code here")
     a = ap.parse_args(argv)
