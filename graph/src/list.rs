@@ -378,8 +378,22 @@ pub fn portfolio(
         if i > 0 && stop() {
             break;
         }
+        // Under a budget, a forward schedule over it is run again with a soft limit at 0.9
+        // of the budget's room (XLA's retry), and the better of the two kept.
         let forward = |prio: &[u64], fifo: bool| -> Result<Schedule, GraphError> {
-            run(&net, durations, prio, Direction::Forward, fifo, slowed)
+            let s = run(&net, durations, prio, Direction::Forward, fifo, slowed)?;
+            if net.limit == u64::MAX || !net.over(&s) {
+                return Ok(s);
+            }
+            net.soft.set(net.limit / 10 * 9);
+            let retry = run(&net, durations, prio, Direction::Forward, fifo, slowed);
+            net.soft.set(u64::MAX);
+            let retry = retry?;
+            Ok(if net.key(&retry) < net.key(&s) {
+                retry
+            } else {
+                s
+            })
         };
         let s = match rule {
             Rule::CriticalPath => forward(p.bottom(&net), false)?,

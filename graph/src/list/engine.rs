@@ -32,6 +32,10 @@ pub(super) struct Net {
     /// Most bytes of live tensors a forward list schedule may hold (a memory budget less the
     /// resident bytes); `u64::MAX` when there is no budget.
     pub(super) limit: u64,
+    /// The live bytes up to which a forward schedule under a budget starts ops freely (at most
+    /// [`Net::limit`]); above it, only an op whose end frees more than it allocates starts,
+    /// as long as it fits the limit (XLA's memory-pressure rule). Default: the limit.
+    pub(super) soft: std::cell::Cell<u64>,
 }
 
 impl Net {
@@ -72,6 +76,7 @@ impl Net {
             alloc: graph.ops().map(|o| o.buffer_bytes()).collect(),
             keep: graph.ops().map(|o| o.live_out).collect(),
             limit: u64::MAX,
+            soft: std::cell::Cell::new(u64::MAX),
             comm: streams.iter().map(|s| *s != Stream::Compute).collect(),
             streams,
             stream,
@@ -275,15 +280,53 @@ fn engine(
                     Pick::List(heaps) if gated => {
                         let mut held = Vec::new();
                         let mut chosen = None;
+                        let soft = net.soft.get().min(net.limit);
                         while let Some(k) = heaps[s].pop() {
                             let v = id(k);
-                            if forced || live.saturating_add(net.alloc[v]) <= net.limit {
+                            if forced || live.saturating_add(net.alloc[v]) <= soft {
                                 chosen = Some(v);
                                 break;
                             }
                             held.push(k);
                             if held.len() >= GATE_LOOKAHEAD {
                                 break;
+                            }
+                        }
+                        if chosen.is_none() && soft < net.limit {
+                            // Over the soft limit: the op that frees the most more than it
+                            // allocates, if it fits the limit.
+                            let relief = |v: usize| {
+                                let own = if readers[v] == 0 && !net.keep[v] {
+                                    net.alloc[v]
+                                } else {
+                                    0
+                                };
+                                let preds = net.preds(v);
+                                let freed: u64 = preds
+                                    .iter()
+                                    .enumerate()
+                                    .filter(|&(i, &p)| {
+                                        !preds[..i].contains(&p)
+                                            && !net.keep[p]
+                                            && readers[p]
+                                                == preds.iter().filter(|&&q| q == p).count()
+                                    })
+                                    .map(|(_, &p)| net.alloc[p])
+                                    .sum();
+                                (own + freed) as i128 - net.alloc[v] as i128
+                            };
+                            if let Some(i) = held
+                                .iter()
+                                .enumerate()
+                                .filter(|(_, &k)| {
+                                    live.saturating_add(net.alloc[id(k)]) <= net.limit
+                                })
+                                .map(|(i, &k)| (relief(id(k)), std::cmp::Reverse(i)))
+                                .filter(|(r, _)| *r > 0)
+                                .max()
+                                .map(|(_, std::cmp::Reverse(i))| i)
+                            {
+                                chosen = Some(id(held.swap_remove(i)));
                             }
                         }
                         // Set here, cleared only by the launch that records the wait.
