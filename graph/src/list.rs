@@ -99,7 +99,11 @@
 //! wait* on the op (of another stream) whose end freed the memory, so that the plan, which
 //! otherwise launches each op as soon as it is ready, replays exactly as scheduled. When no
 //! stream runs and nothing fits, the best op starts anyway (the plan is then over the budget,
-//! which its peak says). [`Rule::Program`] (`program-forward`: program order as the
+//! which its peak says). A forward schedule that ends over the budget anyway (memory filled
+//! with tensors whose readers cannot start) is run again with a soft limit at 0.9 of the room:
+//! above it, only an op whose end frees more than it allocates starts, as long as it fits
+//! the budget (the memory-pressure rule of XLA's latency-hiding scheduler and its retry at
+//! 0.9, inside each rule); the better of the two is kept. [`Rule::Program`] (`program-forward`: program order as the
 //! priority) runs first: the budget of 100 % is program order's own peak, and this rule keeps
 //! close to it while it starts collectives and independent work early. Backward passes ignore
 //! memory (their forward replays are measured). Every choice between schedules (justification
