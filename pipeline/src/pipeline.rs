@@ -101,7 +101,15 @@ pub enum MemoryBudget {
 }
 
 impl MemoryBudget {
-    /// Parses `BYTES`, `BYTES` with a `KiB`/`MiB`/`GiB` suffix, or `PCT%`.
+    /// Parses `BYTES`, `BYTES` with a `KiB`/`MiB`/`GiB` suffix, or `PCT%`; the error names the
+    /// input.
+    ///
+    /// ```
+    /// use concerto_pipeline::MemoryBudget;
+    /// assert_eq!(MemoryBudget::parse("100%"), Ok(MemoryBudget::Percent(100.0)));
+    /// assert_eq!(MemoryBudget::parse("2GiB"), Ok(MemoryBudget::Bytes(2 << 30)));
+    /// assert!(MemoryBudget::parse("lots").unwrap_err().contains("`lots`"));
+    /// ```
     pub fn parse(text: &str) -> Result<MemoryBudget, String> {
         let t = text.trim();
         if let Some(p) = t.strip_suffix('%') {
