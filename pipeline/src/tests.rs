@@ -234,3 +234,28 @@ fn the_time_limit_counts_from_when_the_call_began() {
     let s = &r.schedule;
     assert!(s.concerto().makespan_ns() <= s.get(Scheduler::Lhs).unwrap().makespan_ns());
 }
+
+#[test]
+fn every_step_keeps_the_memory_budget_rewrites_included() {
+    let g = gpt(2, Parallel::new(1, 8, 1));
+    let mut p = pipeline(Decompose::Joint, true);
+    p.config.memory_budget = Some(crate::MemoryBudget::Percent(100.0));
+    let budget = crate::MemoryBudget::Percent(100.0)
+        .bytes(&g, &Hardware::h100())
+        .unwrap();
+    let r = p.run(&g, &Silent).unwrap();
+    assert_eq!(r.schedule.memory_budget_bytes, Some(budget));
+    let mut rows = 0;
+    for row in [Row::S, Row::Decomposed, Row::Joint, Row::Fused] {
+        if let Some((graph, s)) = r.row(row) {
+            rows += 1;
+            // The independent checker, on each row's own graph (rewrites keep the resident
+            // bytes and the step outputs).
+            concerto_graph::memory::check_memory(graph, &s.timeline, budget)
+                .unwrap_or_else(|e| panic!("{row:?}: {e}"));
+            assert_eq!(graph.resident_bytes(), g.resident_bytes(), "{row:?}");
+        }
+    }
+    assert!(rows >= 2, "the rewrites ran: {rows} rows");
+    assert_rows_consistent(&r);
+}
