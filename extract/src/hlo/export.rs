@@ -27,6 +27,14 @@
 //!   `get-tuple-element`, bitcasts, every `-done`, and anything else that is not an op of the
 //!   graph) placed just before their first user, so that none of them forces a collective's
 //!   done earlier than a consumer needs it; what nothing uses comes before the root;
+//! - **`get-tuple-element`s of a `tuple` written as reads of the element**: the import's
+//!   dependencies are element-exact (a `get-tuple-element` depends only on its element's
+//!   producer; see [`crate::hlo::lower`]), so the plan may run a user of element 0 before
+//!   element 1's producer, while a `tuple` can only be written after all its elements. Such a
+//!   `get-tuple-element` (one of a loop iteration's state, say) is not written: its users
+//!   read the element's instruction, which has the same shape. The tuple itself stays (read
+//!   by what reads the whole tuple, else placed before the root, where XLA removes it as
+//!   dead code);
 //! - **`call`s inlined**, as the import inlines them (and XLA's `CallInliner` before it
 //!   schedules): the callee's instructions named `<call>.in.<name>`, reading the call's
 //!   operands where the callee reads its parameters;
@@ -435,6 +443,11 @@ impl<'m> Expander<'m> {
                 names.insert(&i.name, state);
                 continue;
             }
+            let is_root = !iteration && k == comp.root;
+            if let Some(element) = self.element(i, &operands, is_root) {
+                names.insert(&i.name, element);
+                continue;
+            }
             let name = self.claim(i, format!("{prefix}{}", i.name))?;
             let op = self.ops.get(name.as_str()).copied();
             let channel = (self.copies > 0 && i.attribute("channel_id").is_some()).then(|| {
@@ -442,7 +455,6 @@ impl<'m> Expander<'m> {
                 self.next_channel - 1
             });
             let form = op.and_then(|_| async_form(&i.opcode));
-            let is_root = !iteration && k == comp.root;
             if let Some(o) = op {
                 self.by_op[o.0] = Some(self.insts.len());
             }
@@ -504,6 +516,30 @@ impl<'m> Expander<'m> {
             .get(root.name.as_str())
             .cloned()
             .ok_or_else(|| Self::unsupported(root, "the root is not defined"))
+    }
+
+    /// The written name of the element that get-tuple-element `i` (reading the written
+    /// `operands`) picks, when its operand is a written `tuple`: its users read that element
+    /// directly, so that they wait only for the element's producer, as the import's
+    /// element-exact dependencies say (a `tuple` instruction is placed before its first user,
+    /// after all its elements). `None` (the instruction is written as read) for any other
+    /// instruction, a `get-tuple-element` of anything else (a parameter, a tuple-shaped op,
+    /// a forwarding instruction, which the import follows coarsely), with
+    /// `control-predecessors`, or the entry's root. O(log instructions).
+    fn element(&self, i: &Instruction, operands: &[String], is_root: bool) -> Option<String> {
+        if i.opcode != "get-tuple-element"
+            || is_root
+            || i.attribute("control-predecessors").is_some()
+        {
+            return None;
+        }
+        let [tuple] = operands else { return None };
+        let index = usize::try_from(i.attribute("index")?.integer().ok()?).ok()?;
+        let t = &self.insts[*self.index.get(tuple)?];
+        if t.instr.opcode != "tuple" || t.kind != Kind::Plain {
+            return None;
+        }
+        t.operands.get(index).cloned()
     }
 
     fn called(&self, i: &Instruction, attr: &str) -> Result<&'m Computation, ExportError> {
@@ -573,6 +609,16 @@ impl<'m> Expander<'m> {
             }
         }
         place(root, &mut placed, &mut sequence, true)?;
+        // A root that is an op keeps its place among the ops, but goes after the unused
+        // instructions that follow it (no op moves, so the plan's order is kept).
+        if let Some(at) = sequence.iter().position(|&k| k == root) {
+            if sequence[at + 1..]
+                .iter()
+                .all(|&k| self.insts[k].op.is_none())
+            {
+                sequence[at..].rotate_left(1);
+            }
+        }
         Ok(sequence)
     }
 }

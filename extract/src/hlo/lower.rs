@@ -35,6 +35,22 @@
 //!   `attention`) as attention of `4 b s^2 h d` flops (backward 2.5x), others memory-bound.
 //! - **Unknown opcodes** become memory-bound compute ops, with one warning per opcode.
 //!
+//! # Dependencies
+//!
+//! An op depends on every op its operands' values depend on. Values are followed element by
+//! element through tuples: a `tuple` keeps its operands' dependencies one per element, and a
+//! `get-tuple-element` depends only on the element it picks (nested tuples too), so do a
+//! `while` loop's unrolled state (the body's parameter, its root, the loop's result) and an
+//! inlined `call`'s parameters and root. A `get-tuple-element` of a tuple built from two
+//! independent producers thus depends on one of them only, and what reads it need not wait
+//! for (nor keep alive) the other. Coarse, on purpose (every element depends on all of the
+//! operands' dependencies): the forwarding instructions (`bitcast`, `reshape`,
+//! `opt-barrier`, which orders all its results after all its operands, `add-dependency`,
+//! `domain`, every `-done` and `-update`), a collective of one rank, a `get-tuple-element`
+//! with `control-predecessors`, and a tuple-shaped op's result (a multi-output fusion, an
+//! async start), whose elements are all that op. The exporter
+//! ([`crate::hlo::export`]) writes the same dependencies: a `get-tuple-element` of a written
+//! `tuple` becomes a read of the element itself.
 //!
 //! # Memory
 //!
@@ -146,7 +162,7 @@ fn dtype(shape: &Shape) -> DType {
     }
 }
 
-/// The value of an instruction for its users: the ops it depends on.
+/// The ops an op depends on.
 type Deps = Vec<OpId>;
 
 /// Whose outputs an instruction's value is, element by element: a tuple keeps one entry per
@@ -200,10 +216,11 @@ impl Held {
     }
 }
 
-/// An instruction's value: the ops it depends on, and whose outputs it is.
+/// An instruction's value: the ops it depends on and whose outputs it is, both element by
+/// element (see the module docs, "Dependencies").
 #[derive(Clone, Debug, Default)]
 struct Value {
-    deps: Deps,
+    deps: Held,
     held: Held,
 }
 
@@ -211,8 +228,16 @@ impl Value {
     /// The value of a new op: it depends on the op and is its outputs.
     fn op(id: OpId) -> Value {
         Value {
-            deps: vec![id],
+            deps: Held::Ops(vec![id]),
             held: Held::Ops(vec![id]),
+        }
+    }
+
+    /// A value that depends on `deps` as a whole and is no op's output.
+    fn opaque(deps: &[OpId]) -> Value {
+        Value {
+            deps: Held::Ops(deps.to_vec()),
+            held: Held::default(),
         }
     }
 }
@@ -349,13 +374,14 @@ impl<'m> Lowerer<'m> {
         let mut values: BTreeMap<&str, Value> = BTreeMap::new();
         let mut shapes: BTreeMap<&str, &Shape> = BTreeMap::new();
         for i in &comp.instructions {
+            // Every op the operands depend on, all elements: what an op of `i` reads.
             let mut deps: Deps = Vec::new();
             let mut operands: Vec<&Value> = Vec::with_capacity(i.operands.len());
             for o in &i.operands {
                 let v = values.get(o.as_str()).ok_or_else(|| {
                     self.error(i, format!("operand `%{o}` is not defined before it"))
                 })?;
-                deps.extend_from_slice(&v.deps);
+                v.deps.ops(&mut deps);
                 operands.push(v);
             }
             deps.sort_unstable();
@@ -376,8 +402,11 @@ impl<'m> Lowerer<'m> {
                     .cloned()
                     .unwrap_or_default()
             } else if op == "tuple" {
-                let held = Held::Tuple(operands.iter().map(|v| v.held.clone()).collect());
-                Value { deps, held }
+                // Element by element: a get-tuple-element picks one element's dependencies.
+                Value {
+                    deps: Held::Tuple(operands.iter().map(|v| v.deps.clone()).collect()),
+                    held: Held::Tuple(operands.iter().map(|v| v.held.clone()).collect()),
+                }
             } else if op == "get-tuple-element" {
                 let index = i
                     .attribute("index")
@@ -387,24 +416,32 @@ impl<'m> Lowerer<'m> {
                     .first()
                     .map(|v| v.held.element(index))
                     .unwrap_or_default();
+                // Only the element's dependencies, unless the instruction orders itself after
+                // others (`control-predecessors`): then all of the tuple's, as the exporter
+                // writes it reading the whole tuple.
+                let exact = operands.len() == 1 && i.attribute("control-predecessors").is_none();
+                let deps = match operands.first() {
+                    Some(v) if exact => v.deps.element(index),
+                    _ => Held::Ops(deps),
+                };
                 Value { deps, held }
             } else if FORWARDING.contains(&op) || op.ends_with("-done") || op.ends_with("-update") {
+                // Whose outputs: element by element. Dependencies: all of the operands' (an
+                // `opt-barrier` orders all its results after all its operands; the exporter
+                // writes these instructions reading their whole operands).
                 Value {
-                    deps,
+                    deps: Held::Ops(deps),
                     held: first(),
                 }
             } else if FREE.contains(&op) {
                 // A constant, a token, an id: no op's output.
-                Value {
-                    deps,
-                    held: Held::default(),
-                }
+                Value::opaque(&deps)
             } else if let Some((kind, _)) = collective_kind(op) {
                 match self.collective(i, kind, &deps, prefix)? {
                     Some(id) => Value::op(id),
                     // A group of one moves nothing: the value is the operand's.
                     None => Value {
-                        deps,
+                        deps: Held::Ops(deps),
                         held: match &operands[..] {
                             [v] => v.held.clone(),
                             _ => Held::Tuple(operands.iter().map(|v| v.held.clone()).collect())
@@ -413,9 +450,14 @@ impl<'m> Lowerer<'m> {
                     },
                 }
             } else if op == "while" {
-                let init = Value {
-                    deps,
-                    held: first(),
+                // The state element by element: the body's get-tuple-elements pick one
+                // element's dependencies, and so do the users of the loop's result.
+                let init = match &operands[..] {
+                    [v] => (*v).clone(),
+                    _ => Value {
+                        deps: Held::Ops(deps),
+                        held: first(),
+                    },
                 };
                 self.while_loop(i, init, prefix)?
             } else if op == "call" {

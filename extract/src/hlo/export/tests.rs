@@ -105,6 +105,11 @@ fn round_trip(module: &Module, graph: &Graph, plan: &StreamPlan) -> (String, u64
     (out.text, replay.makespan)
 }
 
+fn line_of_offset(text: &str, needle: &str) -> usize {
+    text.find(needle)
+        .unwrap_or_else(|| panic!("`{needle}` not in\n{text}"))
+}
+
 fn line_of(text: &str, needle: &str) -> usize {
     text.lines()
         .position(|l| l.contains(needle))
@@ -205,6 +210,50 @@ fn the_sequence_follows_the_plan_not_the_text() {
     assert!(line_of(&text, "%ag =") < line_of(&text, "%ar ="));
 }
 
+/// Two independent producers in one (nested) tuple, each element read by its own user.
+const TUPLED: &str = r#"HloModule tupled
+
+ENTRY %main (p: f32[16,16], q: f32[16,16]) -> f32[16,16] {
+  %p = f32[16,16]{1,0} parameter(0)
+  %q = f32[16,16]{1,0} parameter(1)
+  %a = f32[16,16]{1,0} dot(%p, %p), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %b = f32[16,16]{1,0} dot(%q, %q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %t = (f32[16,16]{1,0}, f32[16,16]{1,0}) tuple(%a, %b)
+  %nest = ((f32[16,16]{1,0}, f32[16,16]{1,0}), f32[16,16]{1,0}) tuple(%t, %p)
+  %inner = (f32[16,16]{1,0}, f32[16,16]{1,0}) get-tuple-element(%nest), index=0
+  %x = f32[16,16]{1,0} get-tuple-element(%inner), index=0
+  %u = f32[16,16]{1,0} negate(%x)
+  %y = f32[16,16]{1,0} get-tuple-element(%t), index=1
+  ROOT %r = f32[16,16]{1,0} add(%u, %y)
+}
+"#;
+
+#[test]
+fn a_user_of_element_0_may_run_before_element_1s_producer() {
+    let (module, graph) = import(TUPLED);
+    let id = |n: &str| graph.find(n).unwrap();
+    assert_eq!(graph.predecessors(id("u")), [id("a")]);
+    // The plan runs `u` (reads element 0 of `t`) before `b` (element 1's producer).
+    let order: Vec<OpId> = ["a", "u", "b", "r"].iter().map(|n| id(n)).collect();
+    let plan = StreamPlan::new(&graph, vec![(concerto_graph::Stream::Compute, order)]).unwrap();
+    let (text, replay) = round_trip(&module, &graph, &plan);
+    assert_eq!(replay, run(&graph, &plan).makespan);
+    assert!(line_of(&text, "%u =") < line_of(&text, "%b ="), "{text}");
+    // `u` and `r` read the elements themselves; the tuples stay, after their elements.
+    assert!(text.contains("%u = f32[16,16]{1,0} negate(%a)"), "{text}");
+    assert!(
+        text.contains("ROOT %r = f32[16,16]{1,0} add(%u, %b)"),
+        "{text}"
+    );
+    assert!(line_of(&text, "%b =") < line_of(&text, "%t ="), "{text}");
+    assert!(line_of(&text, "%t =") < line_of(&text, "%nest ="), "{text}");
+    assert!(!text.contains("get-tuple-element"), "{text}");
+    // The plan's order is the program order of what the written module imports to.
+    let back = check_export(&text, &graph, &ImportOptions::default()).unwrap();
+    let names: Vec<&str> = back.ops().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, ["a", "u", "b", "r"]);
+}
+
 #[test]
 fn loops_are_unrolled_with_the_import_names_and_fresh_channels() {
     let (module, graph) = import(LOOP);
@@ -221,12 +270,43 @@ fn loops_are_unrolled_with_the_import_names_and_fresh_channels() {
             "{text}"
         );
     }
-    // Iteration 0 reads the loop's operand, iteration k the root tuple of iteration k - 1.
-    assert!(text.contains("%loop.it0.w = f32[32,32]{1,0} get-tuple-element(%init), index=1"));
+    // Iteration 0 reads the loop's operand, iteration k the root tuple of iteration k - 1,
+    // element by element: a get-tuple-element of a written tuple is a read of its element.
     assert!(
-        text.contains("%loop.it1.w = f32[32,32]{1,0} get-tuple-element(%loop.it0.out), index=1")
+        text.contains("%loop.it0.mm = f32[32,32]{1,0} dot(%p, %p)"),
+        "{text}"
     );
-    assert!(text.contains("%res = f32[32,32]{1,0} get-tuple-element(%loop.it2.out), index=1"));
+    assert!(
+        text.contains("%loop.it1.mm = f32[32,32]{1,0} dot(%loop.it0.ar.done, %loop.it0.ar.done)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("%loop.it1.next = s32[] add(%loop.it0.next, %loop.it1.one)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("%sum = f32[32,32]{1,0} add(%loop.it2.ar.done, %side)"),
+        "{text}"
+    );
+    let entry = &text[line_of_offset(&text, "ENTRY %main")..];
+    let entry = &entry[..line_of_offset(entry, "\n}")];
+    assert!(!entry.contains("get-tuple-element("), "{text}");
+    assert!(
+        entry.lines().last().unwrap().contains("ROOT %sum"),
+        "{text}"
+    );
+    // The state tuples stay, read by nothing: every element of each is written before it.
+    for (it, next) in [(0, "%loop.it0.next"), (2, "%loop.it2.next")] {
+        let out = line_of(
+            &text,
+            &format!("%loop.it{it}.out = (s32[], f32[32,32]{{1,0}}) tuple("),
+        );
+        assert!(line_of(&text, &format!("{next} =")) < out, "{text}");
+        assert!(
+            line_of(&text, &format!("%loop.it{it}.ar.done =")) < out,
+            "{text}"
+        );
+    }
     let channels: Vec<&str> = text
         .lines()
         .filter(|l| l.contains("all-reduce-start"))
@@ -359,8 +439,13 @@ fn calls_are_inlined_by_the_import_and_the_export() {
         text.contains("%call.in.ag = (f32[16,16]{1,0}, f32[128,16]{1,0}) all-gather-start(%q)"),
         "{text}"
     );
+    // The call's result is read element by element: `%o` reads the all-reduce's done.
     assert!(
-        text.contains("%r = f32[16,16]{1,0} get-tuple-element(%call.in.t), index=0"),
+        text.contains("%o = f32[16,16]{1,0} add(%call.in.ar.done, %h)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("%h = f32[16,16]{1,0} slice(%call.in.ag.done)"),
         "{text}"
     );
 }

@@ -574,3 +574,81 @@ fn real_jax_dumps_have_resident_bytes_and_step_outputs() {
         .collect();
     assert_eq!(live, ["multiply_subtract_fusion"]);
 }
+
+#[test]
+fn a_get_tuple_element_depends_only_on_its_elements_producers() {
+    let (g, _) = import(
+        r#"HloModule m
+
+%body (s: (s32[], f32[8], f32[8])) -> (s32[], f32[8], f32[8]) {
+  %s = (s32[], f32[8]{0}, f32[8]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %one = s32[] constant(1)
+  %next = s32[] add(%i, %one)
+  %v = f32[8]{0} get-tuple-element(%s), index=1
+  %w = f32[8]{0} get-tuple-element(%s), index=2
+  %nv = f32[8]{0} negate(%v)
+  ROOT %out = (s32[], f32[8]{0}, f32[8]{0}) tuple(%next, %nv, %w)
+}
+
+%cond (s: (s32[], f32[8], f32[8])) -> pred[] {
+  %s = (s32[], f32[8]{0}, f32[8]{0}) parameter(0)
+  %i = s32[] get-tuple-element(%s), index=0
+  %n = s32[] constant(2)
+  ROOT %lt = pred[] compare(%i, %n), direction=LT
+}
+
+ENTRY %main (p: f32[8], q: f32[8]) -> f32[8] {
+  %p = f32[8]{0} parameter(0)
+  %q = f32[8]{0} parameter(1)
+  %a = f32[8]{0} negate(%p)
+  %b = f32[8]{0} exponential(%q)
+  %t = (f32[8]{0}, f32[8]{0}) tuple(%a, %b)
+  %x = f32[8]{0} get-tuple-element(%t), index=0
+  %ux = f32[8]{0} sine(%x)
+  %nest = ((f32[8]{0}, f32[8]{0}), f32[8]{0}) tuple(%t, %ux)
+  %inner = (f32[8]{0}, f32[8]{0}) get-tuple-element(%nest), index=0
+  %y = f32[8]{0} get-tuple-element(%inner), index=1
+  %uy = f32[8]{0} cosine(%y)
+  %whole = f32[8]{0} get-tuple-element(%nest), index=1
+  %uw = f32[8]{0} abs(%whole)
+  %zero = s32[] constant(0)
+  %init = (s32[], f32[8]{0}, f32[8]{0}) tuple(%zero, %a, %b)
+  %loop = (s32[], f32[8]{0}, f32[8]{0}) while(%init), condition=%cond, body=%body
+  %lv = f32[8]{0} get-tuple-element(%loop), index=1
+  %lw = f32[8]{0} get-tuple-element(%loop), index=2
+  %ulv = f32[8]{0} floor(%lv)
+  %ulw = f32[8]{0} ceil(%lw)
+  %bar = (f32[8]{0}, f32[8]{0}) opt-barrier(%t)
+  %bx = f32[8]{0} get-tuple-element(%bar), index=0
+  %ubx = f32[8]{0} sqrt(%bx)
+  %r0 = f32[8]{0} add(%uy, %ux)
+  %r1 = f32[8]{0} add(%ulv, %ulw)
+  %r2 = f32[8]{0} add(%r0, %r1)
+  %r3 = f32[8]{0} add(%r2, %uw)
+  ROOT %r = f32[8]{0} add(%r3, %ubx)
+}
+"#,
+    );
+    let (a, b) = (find(&g, "a"), find(&g, "b"));
+    // Element 0 of a tuple of two independent producers: only its own producer.
+    assert_eq!(g.predecessors(find(&g, "ux")), vec![a]);
+    // Through a nested tuple: element 1 of element 0.
+    assert_eq!(g.predecessors(find(&g, "uy")), vec![b]);
+    assert_eq!(g.predecessors(find(&g, "uw")), vec![find(&g, "ux")]);
+    // Through an unrolled loop: element 1 is negated twice, element 2 passes through.
+    assert_eq!(g.predecessors(find(&g, "loop.it0.nv")), vec![a]);
+    assert_eq!(
+        g.predecessors(find(&g, "loop.it1.nv")),
+        vec![find(&g, "loop.it0.nv")]
+    );
+    assert_eq!(
+        g.predecessors(find(&g, "ulv")),
+        vec![find(&g, "loop.it1.nv")]
+    );
+    assert_eq!(g.predecessors(find(&g, "ulw")), vec![b]);
+    // An opt-barrier orders all its results after all its operands: coarse.
+    let mut barrier = g.predecessors(find(&g, "ubx")).to_vec();
+    barrier.sort_unstable();
+    assert_eq!(barrier, vec![a, b]);
+}
