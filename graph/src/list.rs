@@ -137,6 +137,10 @@ mod repair;
 use engine::{forward_orders, improve, replay, run, Net, Schedule, UNITS};
 use priority::Priorities;
 
+/// The windows (program positions) [`Rule::Program`] tries, in turn, while its schedule is
+/// over the memory budget.
+pub const PROGRAM_WINDOWS: [usize; 3] = [256, 64, 16];
+
 /// Most forward-backward rounds of [`justify`].
 pub const JUSTIFY_ROUNDS: usize = 8;
 
@@ -401,7 +405,25 @@ pub fn portfolio(
         };
         let s = match rule {
             Rule::CriticalPath => forward(p.bottom(&net), false)?,
-            Rule::Program => forward(&program, false)?,
+            Rule::Program => {
+                // Over the budget even with the soft limit: ops may start only within a window
+                // of program positions past the earliest op not started (as Inductor's passes
+                // move ops a bounded distance), narrower each time.
+                let mut best = forward(&program, false)?;
+                for w in PROGRAM_WINDOWS {
+                    if !net.over(&best) {
+                        break;
+                    }
+                    net.window.set(w);
+                    let s = forward(&program, false);
+                    net.window.set(usize::MAX);
+                    let s = s?;
+                    if net.key(&s) < net.key(&best) {
+                        best = s;
+                    }
+                }
+                best
+            }
             Rule::CommFifo => forward(p.bottom(&net), true)?,
             Rule::EnergyTail => forward(p.energy(&net), false)?,
             Rule::CommWeighted => forward(p.weighted(&net), false)?,

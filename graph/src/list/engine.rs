@@ -36,6 +36,9 @@ pub(super) struct Net {
     /// [`Net::limit`]); above it, only an op whose end frees more than it allocates starts,
     /// as long as it fits the limit (XLA's memory-pressure rule). Default: the limit.
     pub(super) soft: std::cell::Cell<u64>,
+    /// Under a budget, how far (in program positions) past the earliest op not yet started a
+    /// forward schedule may start an op; `usize::MAX`: no limit (default).
+    pub(super) window: std::cell::Cell<usize>,
 }
 
 impl Net {
@@ -77,6 +80,7 @@ impl Net {
             keep: graph.ops().map(|o| o.live_out).collect(),
             limit: u64::MAX,
             soft: std::cell::Cell::new(u64::MAX),
+            window: std::cell::Cell::new(usize::MAX),
             comm: streams.iter().map(|s| *s != Stream::Compute).collect(),
             streams,
             stream,
@@ -263,6 +267,10 @@ fn engine(
     let mut freed_by: Option<usize> = None;
     // Ops that ended at the current time (a wait for one of them pins a launch to it).
     let mut ended_now: Vec<usize> = Vec::new();
+    // The earliest op (program order) not started yet, for the window.
+    let mut started = vec![false; if gated { n } else { 0 }];
+    let mut frontier = 0usize;
+    let window = net.window.get();
     let mut waits: Vec<(usize, usize)> = Vec::new();
     loop {
         // The second sweep runs only when, under a budget, nothing runs and nothing fitted:
@@ -283,7 +291,10 @@ fn engine(
                         let soft = net.soft.get().min(net.limit);
                         while let Some(k) = heaps[s].pop() {
                             let v = id(k);
-                            if forced || live.saturating_add(net.alloc[v]) <= soft {
+                            if forced
+                                || (live.saturating_add(net.alloc[v]) <= soft
+                                    && v <= frontier.saturating_add(window))
+                            {
                                 chosen = Some(v);
                                 break;
                             }
@@ -320,6 +331,7 @@ fn engine(
                                 .enumerate()
                                 .filter(|(_, &k)| {
                                     live.saturating_add(net.alloc[id(k)]) <= net.limit
+                                        && id(k) <= frontier.saturating_add(window)
                                 })
                                 .map(|(i, &k)| (relief(id(k)), std::cmp::Reverse(i)))
                                 .filter(|(r, _)| *r > 0)
@@ -364,6 +376,12 @@ fn engine(
                     running[s] = Some((v, d[v].saturating_mul(UNITS)));
                     live += net.alloc[v];
                     peak = peak.max(live);
+                    if gated {
+                        started[v] = true;
+                        while frontier < n && started[frontier] {
+                            frontier += 1;
+                        }
+                    }
                 }
             }
         }
