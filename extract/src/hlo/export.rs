@@ -29,7 +29,7 @@
 //!   done earlier than a consumer needs it; what nothing uses comes before the root;
 //! - **`get-tuple-element`s of a `tuple` written as reads of the element**: the import's
 //!   dependencies are element-exact (a `get-tuple-element` depends only on its element's
-//!   producer; see [`crate::hlo::lower`]), so the plan may run a user of element 0 before
+//!   producer; see [`mod@crate::hlo::lower`]), so the plan may run a user of element 0 before
 //!   element 1's producer, while a `tuple` can only be written after all its elements. Such a
 //!   `get-tuple-element` (one of a loop iteration's state, say) is not written: its users
 //!   read the element's instruction, which has the same shape. The tuple itself stays (read

@@ -49,7 +49,7 @@
 //! `domain`, every `-done` and `-update`), a collective of one rank, a `get-tuple-element`
 //! with `control-predecessors`, and a tuple-shaped op's result (a multi-output fusion, an
 //! async start), whose elements are all that op. The exporter
-//! ([`crate::hlo::export`]) writes the same dependencies: a `get-tuple-element` of a written
+//! ([`mod@crate::hlo::export`]) writes the same dependencies: a `get-tuple-element` of a written
 //! `tuple` becomes a read of the element itself.
 //!
 //! # Memory
