@@ -85,9 +85,10 @@
 //!
 //! On XLA's Mixtral 8x7B module (2 x 8 GPUs, `h100`, no contention) `baselines::lhs` takes
 //! 1522.6 ms, `cp-forward` 1483.9, `cp-plus-comm` 1470.1, `cp-backward` 1304.5 and
-//! `justified` 1280.6 ms, the proven lower bound; on Llama 3.1 70B (32 x 8) `lhs` takes
-//! 28915.8 ms, `energy-tail` 25880.5, `cp-backward` 24085.1 and `justified` 24034.9 (bound
-//! 23876.1). `extract/examples/list_portfolio.rs` prints the table for any graph file.
+//! `justified` 1280.6 ms, the proven lower bound; on Llama 3.1 70B (32 x 8, dependencies
+//! through tuples element-exact) `lhs` takes 28085.1 ms, `cp-plus-comm` 27998.1, `cp-backward`
+//! 23898.5 and `sampled` 23871.7 (bound 23822.6). `extract/examples/list_portfolio.rs` prints the
+//! table for any graph file (`CONTENTION=1` for these).
 //!
 //! # Memory
 //!
