@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::io::write_graph;
 use crate::opts::{import_options, parse_trip_count};
+use crate::report::gib;
 use crate::Failure;
 
 /// Arguments of `concerto import`.
@@ -65,11 +66,6 @@ struct ImportJson {
     peak_lower_bound_bytes: u64,
     warnings: Vec<String>,
     time_s: f64,
-}
-
-/// Bytes in GiB.
-fn gib(bytes: u64) -> f64 {
-    bytes as f64 / (1u64 << 30) as f64
 }
 
 pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {

@@ -11,7 +11,7 @@ use concerto_pipeline::{NoiseConfig, Row, Scheduled, Scheduler};
 use crate::io::{read_graph_with, write, write_graph};
 use crate::opts::OptimizeOpts;
 use crate::progress;
-use crate::report::{ms, pct};
+use crate::report::{gib, ms, pct};
 use crate::Failure;
 use concerto_pipeline::table::Table;
 
@@ -66,7 +66,7 @@ fn row_cells(label: &str, s: &Scheduled, po: u64, bound: u64) -> Vec<String> {
         pct(s.makespan_ns(), po),
         pct(s.makespan_ns(), bound),
         ms(s.exposed_comm_ns),
-        format!("{:.2}", s.peak_memory_bytes as f64 / (1u64 << 30) as f64),
+        format!("{:.2}", gib(s.peak_memory_bytes)),
     ]
 }
 
@@ -197,7 +197,6 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
     }
     print!("{}", table.render());
     if let Some(b) = s.memory_budget_bytes {
-        let gib = |x: u64| x as f64 / (1u64 << 30) as f64;
         println!(
             "memory       budget {:.2} GiB: concerto's plan peaks at {:.2} GiB (checked); program order {:.2} GiB; no order below {:.2} GiB; solver's own plan {:.2} GiB{}",
             gib(b),

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::io::{read_graph_with, write};
 use crate::opts::{import_options, parse_trip_count};
-use crate::report::ms;
+use crate::report::{gib, ms};
 use crate::Failure;
 
 /// Arguments of `concerto simulate`.
@@ -139,7 +139,6 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
         out.bound_kind
     );
     println!("exposed comm {} ms", ms(out.exposed_comm_ns));
-    let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
     println!(
         "peak memory  {:.2} GiB ({:.2} GiB resident)",
         gib(out.peak_memory_bytes),

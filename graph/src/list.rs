@@ -382,7 +382,6 @@ pub fn portfolio(
             .collect(),
         _ => config.rules.clone(),
     };
-    let program: Vec<u64> = (0..net.len()).map(|v| (net.len() - v) as u64).collect();
     for (i, &rule) in rules.iter().enumerate() {
         if i > 0 && stop() {
             break;
@@ -410,6 +409,7 @@ pub fn portfolio(
                 // Over the budget even with the soft limit: ops may start only within a window
                 // of program positions past the earliest op not started (as Inductor's passes
                 // move ops a bounded distance), narrower each time.
+                let program: Vec<u64> = (0..net.len()).map(|v| (net.len() - v) as u64).collect();
                 let mut best = forward(&program, false)?;
                 for w in PROGRAM_WINDOWS {
                     if !net.over(&best) {

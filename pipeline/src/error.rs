@@ -2,9 +2,6 @@
 
 use thiserror::Error;
 
-/// Bytes per GiB, for messages.
-const GIB: f64 = (1u64 << 30) as f64;
-
 /// What went wrong in a pipeline call. Outcomes (a time limit reached, a rewrite not kept) are
 /// not errors: the report says them.
 #[derive(Debug, Error)]
@@ -24,9 +21,9 @@ pub enum PipelineError {
         "no plan within the memory budget of {budget_bytes} B ({budget_gib:.3} GiB): the \
          smallest peak found is {smallest_bytes} B ({smallest_gib:.3} GiB, by {by}); no order \
          can go below {lower_bound_bytes} B ({lower_bound_gib:.3} GiB)",
-        budget_gib = *budget_bytes as f64 / GIB,
-        smallest_gib = *smallest_bytes as f64 / GIB,
-        lower_bound_gib = *lower_bound_bytes as f64 / GIB
+        budget_gib = crate::table::gib(*budget_bytes),
+        smallest_gib = crate::table::gib(*smallest_bytes),
+        lower_bound_gib = crate::table::gib(*lower_bound_bytes)
     )]
     MemoryBudget {
         /// The budget (bytes).

@@ -26,7 +26,7 @@ use crate::error::PipelineError;
 use crate::pipeline::Pipeline;
 use crate::progress::Progress;
 use crate::schedule::Scheduler;
-use crate::table::Table;
+use crate::table::{gib, Table};
 
 /// One budget of the sweep and the plan concerto returned under it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -139,11 +139,6 @@ pub fn pareto(
         });
     }
     Ok(out)
-}
-
-/// Bytes as GiB.
-fn gib(b: u64) -> f64 {
-    b as f64 / (1u64 << 30) as f64
 }
 
 impl Pareto {

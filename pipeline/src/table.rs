@@ -1,5 +1,10 @@
 //! Plain-text tables with aligned columns, for rendering reports.
 
+/// Bytes in GiB (for tables and messages).
+pub(crate) fn gib(bytes: u64) -> f64 {
+    bytes as f64 / (1u64 << 30) as f64
+}
+
 /// A table: a header row and data rows, printed with columns padded to their widest cell;
 /// numeric-looking cells are right-aligned.
 #[derive(Debug, Default)]

@@ -498,7 +498,7 @@ fn fusion_table(fusion: &[FusionRow]) -> String {
         "peak_GiB",
         "time_s",
     ]);
-    let gib = |b: u64| format!("{:.2}", b as f64 / (1u64 << 30) as f64);
+    let gib = |b: u64| format!("{:.2}", crate::table::gib(b));
     for r in fusion {
         t.row(vec![
             r.config.clone(),

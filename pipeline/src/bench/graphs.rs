@@ -593,7 +593,7 @@ impl fmt::Display for GraphsBench {
             .filter_map(|r| r.memory.as_ref().map(|m| (r.config.as_str(), m)))
             .collect();
         if !memory.is_empty() {
-            let gib = |b: u64| format!("{:.2}", b as f64 / (1u64 << 30) as f64);
+            let gib = |b: u64| format!("{:.2}", crate::table::gib(b));
             let mut t = Table::new(&[
                 "config",
                 "budget_GiB",
