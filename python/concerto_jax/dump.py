@@ -4,12 +4,15 @@ Usage::
 
     PYTHONPATH=python python -m concerto_jax.dump --parallel dp|tp|fsdp|mix --out DIR \\
         [--layers 2 --d-model 256 --heads 8 --seq 128 --batch 16 --vocab 1024 --mlp 4 \\
-         --devices 8 --tp 4 --optimizer adam|sgd --scan --seed 0 --name NAME]
+         --devices 8 --tp 4 --optimizer adam|sgd --scan --dtype float32|bfloat16 --seed 0 \\
+         --name NAME]
 
 The train step: token and position embeddings, ``layers`` pre-norm decoder blocks (layer norm,
 causal multi-head self-attention, layer norm, GELU MLP, residuals), a final layer norm, an
 untied output projection, the mean token cross-entropy, ``jax.grad`` of it and an Adam (or SGD)
-update; it returns the new parameters, the new optimiser state and the loss. Everything is f32.
+update; it returns the new parameters, the new optimiser state and the loss. Everything is f32
+(``--dtype bfloat16``: parameters, optimiser moments and activations in bf16; the Adam step
+count and its bias corrections stay f32, updated parameters are cast back to bf16).
 With ``--scan`` the layers' parameters are stacked and the blocks run under ``jax.lax.scan``,
 so XLA keeps a ``while`` loop.
 
@@ -82,6 +85,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--tp", type=int, default=4, help="model-axis size of the mix")
     p.add_argument("--optimizer", choices=("adam", "sgd"), default="adam")
     p.add_argument("--scan", action="store_true", help="run the layers under lax.scan")
+    p.add_argument(
+        "--dtype",
+        choices=("float32", "bfloat16"),
+        default="float32",
+        help="parameters, optimiser moments and activations",
+    )
     p.add_argument(
         "--partitioner",
         choices=("shardy", "gspmd"),
@@ -230,6 +239,7 @@ def build_step(a: argparse.Namespace, mesh, specs):
 
     fsdp = a.parallel == "fsdp"
     dims = fsdp_dims(specs) if fsdp else {}
+    dt = jnp.dtype(getattr(a, "dtype", "float32"))
 
     def use(p, name):
         if name in dims:
@@ -247,9 +257,10 @@ def build_step(a: argparse.Namespace, mesh, specs):
         q = jnp.einsum("bsd,dhk->bhsk", y, use(p, "wq"))
         k = jnp.einsum("bsd,dhk->bhsk", y, use(p, "wk"))
         v = jnp.einsum("bsd,dhk->bhsk", y, use(p, "wv"))
-        scores = jnp.einsum("bhqk,bhsk->bhqs", q, k) / jnp.sqrt(jnp.float32(q.shape[-1]))
+        scale = jnp.sqrt(jnp.float32(q.shape[-1])).astype(dt)
+        scores = jnp.einsum("bhqk,bhsk->bhqs", q, k) / scale
         causal = jnp.tril(jnp.ones((s, s), dtype=bool))
-        scores = jnp.where(causal, scores, jnp.float32(-1e9))
+        scores = jnp.where(causal, scores, jnp.asarray(-1e9, dt))
         att = jax.nn.softmax(scores, axis=-1)
         o = jnp.einsum("bhqs,bhsk->bhqk", att, v)
         x = x + jnp.einsum("bhqk,hkd->bqd", o, use(p, "wo"))
@@ -281,8 +292,9 @@ def build_step(a: argparse.Namespace, mesh, specs):
         v = jax.tree.map(lambda v, g: b2 * v + (1 - b2) * g * g, opt["v"], grads)
         c1, c2 = 1 - b1**t, 1 - b2**t
         new = jax.tree.map(
-            lambda p, m, v: p - lr * (m / c1) / (jnp.sqrt(v / c2) + eps), params, m, v
-        )
+            lambda p, m, v: (p - lr * (m / c1) / (jnp.sqrt(v / c2) + eps)).astype(p.dtype),
+            params, m, v,
+        )  # fmt: skip
         return new, {"count": count, "m": m, "v": v}
 
     def step(params, opt, tokens, targets):
@@ -313,30 +325,38 @@ def build_step(a: argparse.Namespace, mesh, specs):
     )
 
 
-def lower_and_compile(a: argparse.Namespace, data: int, model: int):
-    """Lowers and compiles the step on abstract inputs; returns the mesh description."""
-    import jax
-    import jax.numpy as jnp
+def make_mesh(a: argparse.Namespace, data: int, model: int, devices):
+    """The step's ``jax.sharding.Mesh`` over the first ``a.devices`` of ``devices`` (CPU
+    devices here; compile-only GPU devices of a topology in :mod:`concerto_jax.compile_gpu`)."""
     import numpy as np
-    from jax.sharding import Mesh, NamedSharding
-    from jax.sharding import PartitionSpec as P
+    from jax.sharding import Mesh
 
-    devices = jax.devices()
     if len(devices) < a.devices:
         raise RuntimeError(f"jax sees {len(devices)} devices, {a.devices} wanted")
+    devs = np.array(list(devices)[: a.devices])
     if a.parallel == "mix":
-        mesh = Mesh(np.array(devices[: a.devices]).reshape(data, model), ("data", "model"))
-    elif a.parallel == "tp":
-        mesh = Mesh(np.array(devices[: a.devices]), ("model",))
-    else:
-        mesh = Mesh(np.array(devices[: a.devices]), ("data",))
+        return Mesh(devs.reshape(data, model), ("data", "model"))
+    if a.parallel == "tp":
+        return Mesh(devs, ("model",))
+    return Mesh(devs, ("data",))
 
+
+def jit_step(a: argparse.Namespace, mesh, data: int, donate: bool = False):
+    """The jitted train step and its abstract arguments (``ShapeDtypeStruct`` with shardings):
+    ``(jitted, (params, opt_state, tokens, targets))``. With ``donate`` the parameters and the
+    optimiser state are donated (updated in place, as a training loop runs the step)."""
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    dt = jnp.dtype(getattr(a, "dtype", "float32"))
     shapes = param_shapes(a)
     specs = param_specs(a, shapes, data)
     is_shape = lambda x: isinstance(x, tuple)  # noqa: E731
     p_sh = jax.tree.map(lambda s: NamedSharding(mesh, s), specs)
     p_abs = jax.tree.map(
-        lambda sh, ns: jax.ShapeDtypeStruct(sh, jnp.float32, sharding=ns),
+        lambda sh, ns: jax.ShapeDtypeStruct(sh, dt, sharding=ns),
         shapes, p_sh, is_leaf=is_shape,
     )  # fmt: skip
     rep = NamedSharding(mesh, P())
@@ -355,8 +375,18 @@ def lower_and_compile(a: argparse.Namespace, data: int, model: int):
         step,
         in_shardings=(p_sh, o_sh, tok_sh, tok_sh),
         out_shardings=(p_sh, o_sh, rep),
+        donate_argnums=(0, 1) if donate else (),
     )
-    jitted.lower(p_abs, o_abs, tok, tok).compile()
+    return jitted, (p_abs, o_abs, tok, tok)
+
+
+def lower_and_compile(a: argparse.Namespace, data: int, model: int):
+    """Lowers and compiles the step on abstract inputs; returns the mesh description."""
+    import jax
+
+    mesh = make_mesh(a, data, model, jax.devices())
+    jitted, args = jit_step(a, mesh, data)
+    jitted.lower(*args).compile()
     return {name: int(size) for name, size in mesh.shape.items()}
 
 
@@ -422,6 +452,7 @@ def main(argv: list[str] | None = None) -> int:
                       ("layers", "d_model", "heads", "seq", "batch", "vocab", "mlp", "devices")},
             "optimizer": a.optimizer,
             "scan": a.scan,
+            "dtype": a.dtype,
             "partitioner": a.partitioner,
             "seed": a.seed,
             **out,
