@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::Args;
 use concerto_pipeline::bench::graphs;
 
-use crate::io::read_graph_with;
+use crate::io::read_input;
 use crate::opts::OptimizeOpts;
 use crate::progress;
 use crate::Failure;
@@ -69,9 +69,9 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
         if only.is_some_and(|p| !name.contains(p)) {
             continue;
         }
-        let graph = read_graph_with(path, &import)
+        let input = read_input(path, &import)
             .with_context(|| format!("bench graphs --graph {}", path.display()))?;
-        extra.push((name, graph));
+        extra.push((name, input.graph, input.schedule));
     }
     let bar = progress::bar(args.json);
     let bench = graphs::run(&pipeline, args.only.as_deref(), &extra, bar.as_ref())?;

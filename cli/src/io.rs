@@ -4,12 +4,19 @@ use std::path::Path;
 
 use anyhow::Context;
 use concerto_extract::hlo::ImportOptions;
+use concerto_extract::Imported;
 use concerto_graph::Graph;
 
 /// Reads a graph file: the native JSON format, or XLA HLO text (`.hlo`, `.txt`) imported
 /// with `options`; prints the importer's warnings on stderr. Trip counts
 /// ([`ImportOptions::trip_counts`]) are an error with a JSON graph, which has no loops.
 pub(crate) fn read_graph_with(path: &Path, options: &ImportOptions) -> anyhow::Result<Graph> {
+    Ok(read_input(path, options)?.graph)
+}
+
+/// [`read_graph_with`], with the schedule the file carried ([`Imported::schedule`]: a
+/// scheduled HLO module's own sequence, XLA's for a compiled module).
+pub(crate) fn read_input(path: &Path, options: &ImportOptions) -> anyhow::Result<Imported> {
     if options.gpus_per_node == 0 {
         anyhow::bail!("--gpus-per-node must be at least 1");
     }
@@ -19,11 +26,11 @@ pub(crate) fn read_graph_with(path: &Path, options: &ImportOptions) -> anyhow::R
             path.display()
         );
     }
-    let (graph, warnings) = concerto_extract::read_graph(path, options)?;
-    for w in &warnings {
+    let imported = concerto_extract::read_imported(path, options)?;
+    for w in &imported.warnings {
         eprintln!("warning: {w}");
     }
-    Ok(graph)
+    Ok(imported)
 }
 
 /// Writes `text` to `path`, naming the file on error.

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use concerto_graph::trace;
-use concerto_pipeline::{NoiseConfig, Row, Scheduled, Scheduler};
+use concerto_pipeline::{ModuleSchedule, NoiseConfig, Row, Scheduled, Scheduler};
 
-use crate::io::{read_graph_with, write, write_graph};
+use crate::io::{read_input, write, write_graph};
 use crate::opts::OptimizeOpts;
 use crate::progress;
 use crate::report::{gib, ms, pct};
@@ -73,8 +73,16 @@ fn row_cells(label: &str, s: &Scheduled, po: u64, bound: u64) -> Vec<String> {
 pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
     // The time limit covers the import too.
     let started = std::time::Instant::now();
-    let graph = read_graph_with(&args.graph, &args.opts.import_options()?)?;
+    let input = read_input(&args.graph, &args.opts.import_options()?)?;
+    let graph = input.graph;
     let mut pipeline = args.opts.pipeline()?;
+    if let Some(plan) = input.schedule {
+        // The module's own schedule (XLA's, for a compiled module) is the `xla` baseline.
+        pipeline.config.schedule.module_schedule = Some(
+            ModuleSchedule::new(&graph, plan)
+                .with_context(|| format!("the schedule of {}", args.graph.display()))?,
+        );
+    }
     // `--emit-hlo` runs after the pipeline and inside the time limit: it imports the module
     // twice more (the export checks its graph, then reads back what it wrote, a third larger
     // once loops are unrolled) and simulates once. Measured on the shared 70B module (import

@@ -281,6 +281,7 @@ impl OptimizeOpts {
             max_block: self.max_window.max(self.window),
             list: self.list_config()?,
             hints: Vec::new(),
+            module_schedule: None,
             // Resolved against the graph by the pipeline (`Config::memory_budget`).
             memory_budget: None,
         })

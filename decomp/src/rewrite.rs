@@ -156,6 +156,7 @@ pub fn rewrite(
                 },
                 outputs: op.outputs.clone(),
                 duration_ns: in_place.then_some(1),
+                operand_dtype: None,
                 live_out: op.live_out,
             };
             let ins: Vec<(OpId, usize)> = (0..n as usize).map(|i| (OpId(base.0 + i), 0)).collect();

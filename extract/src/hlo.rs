@@ -16,7 +16,7 @@ pub use ast::{Attribute, Computation, Instruction, Module, Pos, ReplicaGroups, S
 pub use export::{
     check_export, export, export_checked, replay, Checked, ExportError, Exported, REPLAY_TOLERANCE,
 };
-pub use lower::{lower, ImportOptions, ImportReport};
+pub use lower::{lower, sequence_plan, ImportOptions, ImportReport, SeqEvent};
 pub use parse::parse;
 
 /// Errors of reading and lowering HLO text. Every one names a line and column or an

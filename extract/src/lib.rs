@@ -7,4 +7,4 @@
 pub mod hlo;
 pub mod read;
 
-pub use read::{read_graph, ReadError};
+pub use read::{read_graph, read_imported, Imported, ReadError};

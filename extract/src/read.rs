@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use concerto_graph::{Graph, GraphError};
+use concerto_graph::{Graph, GraphError, StreamPlan};
 
 use crate::hlo::{self, HloError, ImportOptions, ImportReport};
 
@@ -65,6 +65,49 @@ pub fn read_hlo(path: &Path, options: &ImportOptions) -> Result<(Graph, ImportRe
     hlo::lower(&module, options).map_err(|source| ReadError::Hlo {
         path: path.to_path_buf(),
         source,
+    })
+}
+
+/// A graph read from a file, with what the file said besides the graph.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Imported {
+    /// The graph.
+    pub graph: Graph,
+    /// The importer's warnings (unknown opcodes costed as memory-bound ops, and the like).
+    pub warnings: Vec<String>,
+    /// The schedule the file carried, as a stream plan of `graph`: a scheduled HLO module's
+    /// own sequence (XLA's, for a compiled module; [`hlo::sequence_plan`]).
+    pub schedule: Option<StreamPlan>,
+}
+
+/// Reads the graph at `path` (see the module docs), with the importer's warnings and the
+/// module's own schedule ([`Imported`]).
+pub fn read_imported(path: &Path, options: &ImportOptions) -> Result<Imported, ReadError> {
+    if is_hlo(path) {
+        let (graph, report) = read_hlo(path, options)?;
+        let schedule = match &report.sequence {
+            Some(events) => {
+                Some(
+                    hlo::sequence_plan(&graph, events).map_err(|e| ReadError::Hlo {
+                        path: path.to_path_buf(),
+                        source: HloError::Graph(e),
+                    })?,
+                )
+            }
+            None => None,
+        };
+        return Ok(Imported {
+            graph,
+            warnings: report.warnings,
+            schedule,
+        });
+    }
+    let (graph, warnings) = read_graph(path, options)?;
+    Ok(Imported {
+        graph,
+        warnings,
+        schedule: None,
     })
 }
 

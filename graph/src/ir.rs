@@ -242,6 +242,13 @@ pub struct Op {
     /// A duration that overrides the cost model (measured, or imported with the graph).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ns: Option<u64>,
+    /// The element type a GEMM or attention kernel reads, when the cost model should not
+    /// take its output's: XLA's dots read bf16 and often write f32
+    /// (`preferred_element_type`), and it is the operands' type that picks the GEMM table and
+    /// the tensor-core peak. `None`: the first output's type (bf16 without outputs). JSON:
+    /// optional `"operand_dtype": "bf16"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operand_dtype: Option<DType>,
     /// Whether the op's outputs are outputs of the step (updated weights, gradients, the
     /// loss), kept in memory until the step ends instead of being freed after their last
     /// consumer (see [`crate::memory`]). JSON: optional `"live_out": true`.
@@ -262,6 +269,7 @@ impl Op {
             },
             outputs: Vec::new(),
             duration_ns: None,
+            operand_dtype: None,
             live_out: false,
         }
     }
@@ -280,6 +288,7 @@ impl Op {
             },
             outputs: vec![Tensor::new(vec![shape.b, shape.m, shape.n], dtype)],
             duration_ns: None,
+            operand_dtype: None,
             live_out: false,
         }
     }
@@ -302,6 +311,7 @@ impl Op {
             },
             outputs: Vec::new(),
             duration_ns: None,
+            operand_dtype: None,
             live_out: false,
         }
     }

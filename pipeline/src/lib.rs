@@ -55,7 +55,9 @@ pub use pipeline::{
     Pipeline, Report, Row, Solvers,
 };
 pub use progress::{Progress, Silent};
-pub use schedule::{schedule, Optimized, Origin, ScheduleConfig, Scheduled, Scheduler};
+pub use schedule::{
+    schedule, ModuleSchedule, Optimized, Origin, ScheduleConfig, Scheduled, Scheduler,
+};
 pub use summary::{Comparison, DecompositionSummary, ReportSummary, SchedulerSummary};
 
 #[cfg(test)]

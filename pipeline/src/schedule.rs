@@ -71,6 +71,11 @@ use crate::error::PipelineError;
 pub enum Scheduler {
     /// The graph's program order on every stream ([`baselines::program_order`]).
     ProgramOrder,
+    /// The schedule the input module carried: for an XLA module compiled for a GPU, the
+    /// sequence XLA's own latency-hiding scheduler chose, run as XLA's GPU runtime runs it
+    /// (collective starts and dones where XLA put them; [`ScheduleConfig::module_schedule`]).
+    /// Reported only where the input has one.
+    Xla,
     /// XLA's latency-hiding scheduler, approximated ([`baselines::lhs`]).
     Lhs,
     /// PyTorch Inductor's overlap pass, approximated ([`baselines::inductor`]).
@@ -92,11 +97,12 @@ impl Scheduler {
         Scheduler::List,
     ];
 
-    /// The name used in tables and JSON keys (`program-order`, `lhs`, `inductor`, `list`,
-    /// `concerto`).
+    /// The name used in tables and JSON keys (`program-order`, `xla`, `lhs`, `inductor`,
+    /// `list`, `concerto`).
     pub fn as_str(self) -> &'static str {
         match self {
             Scheduler::ProgramOrder => "program-order",
+            Scheduler::Xla => "xla",
             Scheduler::Lhs => "lhs",
             Scheduler::Inductor => "inductor",
             Scheduler::List => "list",
@@ -174,6 +180,34 @@ pub struct ScheduleConfig {
     /// [`concerto_graph::memory::check_memory`]), or the step fails with
     /// [`PipelineError::MemoryBudget`]; see "Memory" in the module docs.
     pub memory_budget: Option<u64>,
+    /// The schedule the input carried ([`Scheduler::Xla`]), for the graph it was made for: a
+    /// baseline like the others, simulated with the same durations and contention. A step on
+    /// another graph (a rewrite of S+AD, joint or fusion) does not report it. Default none.
+    pub module_schedule: Option<ModuleSchedule>,
+}
+
+/// A plan the input carried, tied to its graph by the graph's fingerprint
+/// ([`ScheduleConfig::module_schedule`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ModuleSchedule {
+    fingerprint: u64,
+    plan: StreamPlan,
+}
+
+impl ModuleSchedule {
+    /// `plan`, checked against `graph` ([`StreamPlan::validate`]).
+    pub fn new(graph: &Graph, plan: StreamPlan) -> Result<Self, GraphError> {
+        plan.validate(graph)?;
+        Ok(Self {
+            fingerprint: graph.fingerprint(),
+            plan,
+        })
+    }
+
+    /// The plan, when it was made for `graph`.
+    pub fn plan_for(&self, graph: &Graph) -> Option<&StreamPlan> {
+        (graph.fingerprint() == self.fingerprint).then_some(&self.plan)
+    }
 }
 
 impl Default for ScheduleConfig {
@@ -194,6 +228,7 @@ impl Default for ScheduleConfig {
             list: ListConfig::default(),
             hints: Vec::new(),
             memory_budget: None,
+            module_schedule: None,
         }
     }
 }
@@ -274,7 +309,8 @@ pub struct Optimized {
     pub durations: Vec<u64>,
     /// The contention factor simulated.
     pub contention: f64,
-    /// Program order, lhs, inductor, list and concerto, in that order.
+    /// Program order, xla (where the input carried a schedule), lhs, inductor, list and
+    /// concerto, in that order.
     pub results: Vec<Scheduled>,
     /// Where concerto's plan comes from.
     pub origin: Origin,
@@ -389,8 +425,21 @@ pub fn schedule(
     // What one simulation costs here: the time kept back at the end of the step for the
     // simulations that follow the search.
     let one_simulation = began.elapsed();
-    let mut results = vec![
-        program,
+    let mut results = vec![program];
+    if let Some(plan) = config
+        .module_schedule
+        .as_ref()
+        .and_then(|m| m.plan_for(graph))
+    {
+        results.push(Scheduled::new(
+            Scheduler::Xla,
+            graph,
+            plan.clone(),
+            &durations,
+            contention,
+        )?);
+    }
+    results.extend([
         Scheduled::new(
             Scheduler::Lhs,
             graph,
@@ -408,7 +457,7 @@ pub fn schedule(
             &durations,
             contention,
         )?,
-    ];
+    ]);
     let mut all_bounds: Vec<BoundValue> = bounds(graph, &durations)
         .all
         .iter()

@@ -4,7 +4,7 @@ use concerto_decomp::select::Decomposition;
 use serde::Serialize;
 
 use crate::pipeline::Report;
-use crate::schedule::{Optimized, Scheduler};
+use crate::schedule::{Optimized, Scheduled, Scheduler};
 
 /// One decomposition applied, as reports list it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -76,6 +76,9 @@ pub struct Comparison {
     pub bound_kind: String,
     /// Program order's simulated makespan (ns).
     pub program_order_ns: u64,
+    /// The input's own schedule's (XLA's, for a compiled module; ns), where it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xla_ns: Option<u64>,
     /// The LHS-like baseline's (ns).
     pub lhs_ns: u64,
     /// The Inductor-like baseline's (ns).
@@ -101,6 +104,7 @@ impl Comparison {
             lower_bound_ns: r.lower_bound_ns,
             bound_kind: r.bound_kind.clone(),
             program_order_ns: get(Scheduler::ProgramOrder),
+            xla_ns: r.get(Scheduler::Xla).map(Scheduled::makespan_ns),
             lhs_ns: get(Scheduler::Lhs),
             inductor_ns: get(Scheduler::Inductor),
             list_ns: get(Scheduler::List),

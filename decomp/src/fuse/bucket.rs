@@ -247,6 +247,7 @@ pub fn fuse_ops(
                     .flat_map(|&o| graph.op(o).outputs.iter().cloned())
                     .collect(),
                 duration_ns: None,
+                operand_dtype: None,
                 live_out: origin.iter().any(|&o| graph.op(o).live_out),
             };
             let ins: Vec<(OpId, usize)> = origin

@@ -20,6 +20,7 @@ fn view(name: String, outputs: Vec<Tensor>, live_out: bool) -> Op {
         },
         outputs,
         duration_ns: Some(1),
+        operand_dtype: None,
         live_out,
     }
 }
@@ -83,6 +84,7 @@ pub(crate) fn rewrite_found(
         },
         outputs: vec![shard.clone()],
         duration_ns: None,
+        operand_dtype: None,
         live_out: false,
     };
     let mut b = GraphBuilder::new(graph.name());
@@ -185,6 +187,7 @@ pub(crate) fn rewrite_found(
                             },
                             outputs: coll.outputs.clone(),
                             duration_ns: None,
+                            operand_dtype: None,
                             // The last accumulate is this rank's reduced shard: the result.
                             live_out: coll.live_out && j + 1 == steps,
                         };

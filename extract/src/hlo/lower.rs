@@ -8,7 +8,9 @@
 //!   `domain`, and every `*-done` of an async pair) become no op: they carry their operands'
 //!   dependencies to their users.
 //! - **Collectives** (`all-reduce`, `all-gather`, `reduce-scatter`, `all-to-all`,
-//!   `collective-permute`, `collective-broadcast`, `send`, and their `-start` forms): one
+//!   `collective-permute`, `collective-broadcast`, `send`, their `-start` forms, and an
+//!   `async-start` whose called computation's root is one of them, as XLA's GPU compiler
+//!   wraps `reduce-scatter`, `all-to-all` and some `all-gather`s): one
 //!   collective op of the result buffer's bytes (an async start's tuple: its last element),
 //!   the group size of the first replica group (`{}`: every device of the module), and the
 //!   link class from the device ids: intra-node when every group lies in one node of
@@ -17,9 +19,13 @@
 //! - **`dot`**: a GEMM of `2 * result elements * contracted size` flops with its (b, m, n, k)
 //!   from the batch and contracting dimensions; **`convolution`**: `2 * output elements *
 //!   kernel elements / output features` flops.
-//! - **`fusion`**: one op costed from the called computation: the flops of its dots and
-//!   convolutions (recursively), the bytes of the op's operands and result (a fusion keeps
-//!   intermediates on chip), a GEMM when it contains a dot.
+//! - **`fusion`**: one kernel costed from the called computation: the flops of its dots and
+//!   convolutions (recursively), the bytes of the op's operands and result, read and written
+//!   once (a fusion keeps intermediates on chip); a GEMM when it contains a dot or a
+//!   convolution (XLA's Triton gemm fusions, cuBLAS epilogue fusions), else a reduction when it
+//!   reduces (input fusions), else elementwise (loop fusions). A GEMM or attention op records
+//!   the element type it reads ([`Op::operand_dtype`]: XLA's dots read bf16 and often write
+//!   f32), which picks the GEMM table and the tensor peak.
 //! - **`call`**: inlined, as XLA's `CallInliner` does before it schedules: the callee's
 //!   instructions become ops named `<call>.in.<name>` (a `shard_map` step holds all its
 //!   collectives in one called computation).
@@ -31,8 +37,20 @@
 //!   and says to give its count (`--trip-count NAME=N`). **`conditional`**: one op costed as
 //!   its most expensive branch.
 //! - **Elementwise** and **data movement** opcodes: memory-bound ops of their operand and
-//!   result bytes. **`custom-call`**: attention kernels (target containing `attn` or
-//!   `attention`) as attention of `4 b s^2 h d` flops (backward 2.5x), others memory-bound.
+//!   result bytes. **`custom-call`**: cuBLAS GEMMs (`__cublas$gemm`, `__cublas$lt$matmul*`) as
+//!   GEMMs from their operand shapes and `backend_config`'s dot dimension numbers (the
+//!   workspace result is no traffic; a GEMM whose config has no dimension numbers is an error
+//!   naming it); attention kernels (target containing `attn`, `attention` or `fmha`, as
+//!   cuDNN's `__cudnn$fmha*`) as attention of `4 b s^2 h d` flops (backward 2.5x), Q being
+//!   `[b, s, h, d]`; others memory-bound, with a warning per target. `copy-start` is a copy on
+//!   the compute stream (its `copy-done` is free).
+//!
+//! # The module's own schedule
+//!
+//! A module whose header says `is_scheduled=true` prints its entry in schedule order. The
+//! import records that order ([`ImportReport::sequence`]: each op's launch and each async
+//! collective's `-done`), and [`sequence_plan`] turns it into the stream plan XLA's GPU
+//! runtime runs: for a compiled module, the schedule XLA's latency-hiding scheduler chose.
 //! - **Unknown opcodes** become memory-bound compute ops, with one warning per opcode.
 //!
 //! # Dependencies
@@ -76,20 +94,23 @@
 //! Cost: O(instructions * operands), plus the unrolled bodies.
 
 mod collectives;
+#[cfg(test)]
+mod compiled_tests;
 mod cost;
+mod sequence;
 #[cfg(test)]
 mod tests;
 mod unroll;
 
+pub use sequence::sequence_plan;
 pub(crate) use unroll::trip_count;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use concerto_graph::{DType, GemmShape, Graph, GraphBuilder, Op, OpId, Tensor};
+use concerto_graph::{ComputeClass, DType, GemmShape, Graph, GraphBuilder, Op, OpId, Tensor};
 
 use crate::hlo::ast::{Computation, Instruction, Module, Shape};
 use crate::hlo::HloError;
-use collectives::collective_kind;
 
 /// Options of [`lower`].
 #[derive(Clone, Debug)]
@@ -128,6 +149,21 @@ pub struct ImportReport {
     pub opcodes: BTreeMap<String, usize>,
     /// One line per unknown opcode or custom-call target costed conservatively.
     pub warnings: Vec<String>,
+    /// The module's own schedule, when its header says `is_scheduled=true` (XLA's
+    /// after-optimizations dumps): every op's launch and every async collective's end
+    /// (`*-done`) in the order of the entry's text, calls inlined and loops unrolled. A
+    /// collective without a `-done` (a synchronous one) ends where it starts.
+    /// [`sequence_plan`](crate::hlo::sequence_plan) turns it into the stream plan a GPU runs.
+    pub sequence: Option<Vec<SeqEvent>>,
+}
+
+/// One step of a module's own schedule ([`ImportReport::sequence`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SeqEvent {
+    /// The op is launched here: a compute kernel, or the start of a collective.
+    Launch(OpId),
+    /// The collective's `-done`: what follows on the compute stream waits for it.
+    Done(OpId),
 }
 
 /// Opcodes that do no work: their value is their operands' dependencies.
@@ -280,15 +316,41 @@ struct Lowerer<'m> {
     added: usize,
     /// `while` loops being unrolled around the current instruction.
     depth: usize,
+    /// Launches and ends in text order (see [`ImportReport::sequence`]).
+    events: Vec<SeqEvent>,
 }
 
 /// The cost of a called computation: flops of its dots/convolutions, inner bytes (sum of
-/// every costed inner op's operand and result bytes) and its largest GEMM.
+/// every costed inner op's operand and result bytes), its largest GEMM, and the kinds of work
+/// in it, which give a fusion its class ([`Inner::class`]).
 #[derive(Default, Clone, Copy)]
 struct Inner {
     flops: u64,
     bytes: u64,
     gemm: Option<GemmShape>,
+    /// A dot or a convolution.
+    matmul: bool,
+    /// An attention kernel (a cuDNN attention custom-call).
+    attention: bool,
+    /// A `reduce` or `reduce-window`.
+    reduces: bool,
+}
+
+impl Inner {
+    /// The class of one kernel doing this work: a GEMM when it multiplies matrices (XLA's
+    /// gemm fusions, Triton's or cuBLAS epilogue fusions), attention, a reduction (XLA's
+    /// input fusions), else elementwise (loop fusions).
+    fn class(&self) -> ComputeClass {
+        if self.matmul {
+            ComputeClass::Gemm
+        } else if self.attention {
+            ComputeClass::Attention
+        } else if self.reduces {
+            ComputeClass::Reduction
+        } else {
+            ComputeClass::Elementwise
+        }
+    }
 }
 
 /// Lowers `module` (see the module docs).
@@ -310,6 +372,7 @@ pub fn lower(module: &Module, options: &ImportOptions) -> Result<(Graph, ImportR
         warned: BTreeSet::new(),
         added: 0,
         depth: 0,
+        events: Vec::new(),
     };
     let entry = module.entry();
     l.report.instructions = entry.instructions.len();
@@ -321,6 +384,13 @@ pub fn lower(module: &Module, options: &ImportOptions) -> Result<(Graph, ImportR
     root.held.ops(&mut live);
     for o in live {
         l.ops[o.0].0.live_out = true;
+    }
+    if module
+        .attributes
+        .iter()
+        .any(|a| a.name == "is_scheduled" && a.value.trim() == "true")
+    {
+        l.report.sequence = Some(std::mem::take(&mut l.events));
     }
     let mut b = GraphBuilder::new(module.name.clone());
     b.set_resident_bytes(
@@ -426,6 +496,17 @@ impl<'m> Lowerer<'m> {
                 };
                 Value { deps, held }
             } else if FORWARDING.contains(&op) || op.ends_with("-done") || op.ends_with("-update") {
+                if op.ends_with("-done") {
+                    // Where the pair ends in the sequence: the compute stream waits for the
+                    // collective here (see [`SeqEvent`]).
+                    if let Some(Held::Ops(v)) = operands.first().map(|v| &v.held) {
+                        if let [c] = v[..] {
+                            if self.ops[c.0].0.is_collective() {
+                                self.events.push(SeqEvent::Done(c));
+                            }
+                        }
+                    }
+                }
                 // Whose outputs: element by element. Dependencies: all of the operands' (an
                 // `opt-barrier` orders all its results after all its operands; the exporter
                 // writes these instructions reading their whole operands).
@@ -436,8 +517,8 @@ impl<'m> Lowerer<'m> {
             } else if FREE.contains(&op) {
                 // A constant, a token, an id: no op's output.
                 Value::opaque(&deps)
-            } else if let Some((kind, _)) = collective_kind(op) {
-                match self.collective(i, kind, &deps, prefix)? {
+            } else if let Some((ci, kind)) = self.collective_of(i)? {
+                match self.collective(ci, kind, &deps, &format!("{prefix}{}", i.name))? {
                     Some(id) => Value::op(id),
                     // A group of one moves nothing: the value is the operand's.
                     None => Value {
@@ -478,6 +559,9 @@ impl<'m> Lowerer<'m> {
                 if let concerto_graph::OpKind::Compute { gemm: g, .. } = &mut o.kind {
                     *g = gemm;
                 }
+                if matches!(class, ComputeClass::Gemm | ComputeClass::Attention) {
+                    o.operand_dtype = self.operand_dtype(i, &shapes, 0);
+                }
                 o.outputs.extend(tensor(&i.shape));
                 Value::op(self.add(o, &deps))
             };
@@ -495,6 +579,8 @@ impl<'m> Lowerer<'m> {
     fn add(&mut self, op: Op, deps: &[OpId]) -> OpId {
         self.added += 1;
         self.ops.push((op, deps.to_vec()));
-        OpId(self.ops.len() - 1)
+        let id = OpId(self.ops.len() - 1);
+        self.events.push(SeqEvent::Launch(id));
+        id
     }
 }

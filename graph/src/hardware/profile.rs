@@ -204,7 +204,10 @@ impl Hardware {
                 bytes,
                 gemm,
             } => {
-                let dtype = op.outputs.first().map_or(DType::Bf16, |t| t.dtype);
+                let dtype = op
+                    .operand_dtype
+                    .or_else(|| op.outputs.first().map(|t| t.dtype))
+                    .unwrap_or(DType::Bf16);
                 let compute = match gemm {
                     Some(shape) => self.shape_compute_ns(shape, dtype, flops),
                     None => match class {

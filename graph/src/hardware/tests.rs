@@ -397,6 +397,7 @@ fn attention_and_shapeless_gemms() {
         },
         outputs: vec![Tensor::new(vec![4, 4096, 4096], DType::Bf16)],
         duration_ns: None,
+        operand_dtype: None,
         live_out: false,
     };
     assert_eq!(hw.op_ns(&attn), ceil_ns(2.0 * one));

@@ -200,6 +200,7 @@ pub(crate) fn compute(
         },
         outputs,
         duration_ns: None,
+        operand_dtype: None,
         live_out: false,
     }
 }
@@ -227,6 +228,7 @@ pub(crate) fn collective(
         },
         outputs: out.into_iter().collect(),
         duration_ns: None,
+        operand_dtype: None,
         live_out: false,
     }
 }

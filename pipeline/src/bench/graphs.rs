@@ -10,7 +10,7 @@
 use concerto_graph::models::{
     self, EvoformerConfig, GptConfig, Model, Parallel, VitConfig, WideResNetConfig, Zero,
 };
-use concerto_graph::{trace, Graph};
+use concerto_graph::{trace, Graph, StreamPlan};
 
 use std::fmt;
 
@@ -19,7 +19,7 @@ use serde::Serialize;
 use super::BenchError;
 use crate::pipeline::{Pipeline, Report};
 use crate::progress::Progress;
-use crate::schedule::Optimized;
+use crate::schedule::{ModuleSchedule, Optimized};
 use crate::summary::{gain_pct, Comparison, DecompositionSummary};
 use crate::table::Table;
 
@@ -151,26 +151,29 @@ pub struct GraphsBench {
 /// whole (for example an imported XLA module).
 enum Source<'a> {
     Config(GraphConfig),
-    Extra(&'a str, &'a Graph),
+    Extra(&'a str, &'a Graph, Option<&'a StreamPlan>),
 }
 
-/// Runs `pipeline` on every extra graph (`(name, graph)`, for example imported XLA modules)
-/// and every configuration, those whose name contains `only` (all when `None`), telling
-/// `progress` after each.
+/// Runs `pipeline` on every extra graph (`(name, graph, schedule)`, for example imported XLA
+/// modules, with the schedule the module carried, reported as [`Scheduler::Xla`]) and every
+/// configuration, those whose name contains `only` (all when `None`), telling `progress` after
+/// each.
+///
+/// [`Scheduler::Xla`]: crate::Scheduler::Xla
 pub fn run(
     pipeline: &Pipeline,
     only: Option<&str>,
-    extra: &[(String, Graph)],
+    extra: &[(String, Graph, Option<StreamPlan>)],
     progress: &dyn Progress,
 ) -> Result<GraphsBench, BenchError> {
     let chosen: Vec<Source<'_>> = extra
         .iter()
-        .map(|(n, g)| Source::Extra(n, g))
+        .map(|(n, g, p)| Source::Extra(n, g, p.as_ref()))
         .chain(configs().into_iter().map(Source::Config))
         .filter(|c| {
             let name = match c {
                 Source::Config(c) => c.name,
-                Source::Extra(n, _) => n,
+                Source::Extra(n, _, _) => n,
             };
             only.is_none_or(|p| name.contains(p))
         })
@@ -191,7 +194,7 @@ pub fn run(
     for source in chosen {
         let name = match &source {
             Source::Config(c) => c.name.to_string(),
-            Source::Extra(n, _) => n.to_string(),
+            Source::Extra(n, _, _) => n.to_string(),
         };
         let failed = |source: crate::PipelineError| BenchError::Pipeline {
             config: name.clone(),
@@ -203,9 +206,21 @@ pub fn run(
                 built = models::build(&c.model, &c.parallel).map_err(|e| failed(e.into()))?;
                 &built
             }
-            Source::Extra(_, g) => *g,
+            Source::Extra(_, g, _) => *g,
         };
-        let report = pipeline
+        // The module's own schedule is a baseline of its graph.
+        let own = match &source {
+            Source::Extra(_, g, Some(plan)) => {
+                let mut config = pipeline.config.clone();
+                config.schedule.module_schedule =
+                    Some(ModuleSchedule::new(g, (*plan).clone()).map_err(|e| failed(e.into()))?);
+                Some(Pipeline::new(config, pipeline.solvers.clone()))
+            }
+            _ => None,
+        };
+        let report = own
+            .as_ref()
+            .unwrap_or(pipeline)
             .run(graph, &crate::progress::Silent)
             .map_err(failed)?;
         let s = &report.schedule;
@@ -470,10 +485,12 @@ impl fmt::Display for GraphsBench {
         let summaries: Vec<GraphsRowSummary> = self.rows.iter().map(GraphsRow::summary).collect();
         let rows = &summaries;
         let decomposing = rows.iter().any(|r| r.decomposed_ns.is_some());
-        let mut header = vec![
-            "config",
-            "ops",
-            "program_ms",
+        let xla = rows.iter().any(|r| r.comparison.xla_ns.is_some());
+        let mut header = vec!["config", "ops", "program_ms"];
+        if xla {
+            header.push("xla_ms");
+        }
+        header.extend([
             "lhs_ms",
             "inductor_ms",
             "list_ms",
@@ -485,7 +502,10 @@ impl fmt::Display for GraphsBench {
             "exposed_ms",
             "plan",
             "time_s",
-        ];
+        ]);
+        if xla {
+            header.push("vs_xla");
+        }
         if decomposing {
             header.extend(["S+AD_ms", "AD_gain", "decomps", "AD_s"]);
         }
@@ -504,6 +524,11 @@ impl fmt::Display for GraphsBench {
                 r.config.to_string(),
                 r.comparison.ops.to_string(),
                 ms(r.comparison.program_order_ns),
+            ];
+            if xla {
+                cells.push(r.comparison.xla_ns.map_or("-".into(), ms));
+            }
+            cells.extend([
                 ms(r.comparison.lhs_ns),
                 ms(r.comparison.inductor_ns),
                 ms(r.comparison.list_ns),
@@ -515,7 +540,12 @@ impl fmt::Display for GraphsBench {
                 ms(r.comparison.exposed_comm_ns),
                 r.origin.to_string(),
                 format!("{:.1}", r.time_s),
-            ];
+            ]);
+            if xla {
+                cells.push(r.comparison.xla_ns.map_or("-".into(), |x| {
+                    format!("{:.2}%", gain_pct(x, r.comparison.optimized_ns))
+                }));
+            }
             if decomposing {
                 cells.extend([
                     r.decomposed_ns.map_or("-".into(), ms),
@@ -559,6 +589,14 @@ impl fmt::Display for GraphsBench {
              vs the best baseline; plan = where concerto's plan comes from (solver: its own \
              search); time_s = the S step"
         )?;
+        if xla {
+            writeln!(
+                f,
+                "xla_ms = the module's own schedule (XLA's latency-hiding scheduler's sequence, \
+                 starts and dones where XLA put them), simulated with the same costs; vs_xla = \
+                 concerto vs it"
+            )?;
+        }
         if decomposing {
             writeln!(
                 f,

@@ -26,14 +26,36 @@ pub(super) fn collective_kind(opcode: &str) -> Option<(CollectiveKind, bool)> {
 }
 
 impl<'m> Lowerer<'m> {
-    /// One collective op for `i` reading `deps`, or `None` for a group of one rank (which
-    /// moves nothing: the value is the operand's).
+    /// The collective an instruction runs, with its kind: the instruction itself for a
+    /// collective opcode (`all-reduce`, `all-gather-start`, ...), the wrapped collective for
+    /// an `async-start` whose called computation's root is one (XLA's GPU compiler wraps
+    /// `reduce-scatter`, `all-to-all` and some `all-gather`s so); `None` otherwise.
+    pub(super) fn collective_of(
+        &self,
+        i: &'m Instruction,
+    ) -> Result<Option<(&'m Instruction, CollectiveKind)>, HloError> {
+        if let Some((kind, _)) = collective_kind(&i.opcode) {
+            return Ok(Some((i, kind)));
+        }
+        if i.opcode != "async-start" {
+            return Ok(None);
+        }
+        let wrapped = self.called(i, "calls")?;
+        Ok(wrapped.instructions.get(wrapped.root).and_then(|r| {
+            collective_kind(&r.opcode)
+                .filter(|(_, start)| !start)
+                .map(|(kind, _)| (r, kind))
+        }))
+    }
+
+    /// One collective op named `name` for `i` reading `deps`, or `None` for a group of one
+    /// rank (which moves nothing: the value is the operand's).
     pub(super) fn collective(
         &mut self,
         i: &Instruction,
         kind: CollectiveKind,
         deps: &Deps,
-        prefix: &str,
+        name: &str,
     ) -> Result<Option<OpId>, HloError> {
         // The result of an async start: `all-reduce-start` has the result's shape; the others
         // are `(operands, result, context...)`: element 1.
@@ -77,13 +99,7 @@ impl<'m> Lowerer<'m> {
         } else {
             LinkClass::IntraNode
         };
-        let mut op = Op::collective(
-            format!("{prefix}{}", i.name),
-            kind,
-            shape.bytes().max(1),
-            group,
-            link,
-        );
+        let mut op = Op::collective(name, kind, shape.bytes().max(1), group, link);
         op.outputs.extend(tensor(shape));
         Ok(Some(self.add(op, deps)))
     }

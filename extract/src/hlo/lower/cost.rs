@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use concerto_graph::{ComputeClass, GemmShape};
+use concerto_graph::{ComputeClass, DType, GemmShape};
 
-use super::{Inner, Lowerer, FREE};
+use super::{dtype, Inner, Lowerer, FREE};
 use crate::hlo::ast::{Computation, Instruction, Shape};
 use crate::hlo::HloError;
 
@@ -140,12 +140,7 @@ impl<'m> Lowerer<'m> {
                 } else {
                     io
                 };
-                let class = if inner.gemm.is_some() || inner.flops > 0 {
-                    ComputeClass::Gemm
-                } else {
-                    ComputeClass::Elementwise
-                };
-                (class, inner.flops, bytes, inner.gemm)
+                (inner.class(), inner.flops, bytes, inner.gemm)
             }
             "conditional" => {
                 let branches: Vec<&str> = match i.attribute("branch_computations") {
@@ -180,7 +175,19 @@ impl<'m> Lowerer<'m> {
                     .transpose()?
                     .unwrap_or_default();
                 let t = target.to_ascii_lowercase();
-                if t.contains("attn") || t.contains("attention") {
+                if let Some(dims) = cublas_dims(i)? {
+                    // A cuBLAS GEMM (`__cublas$gemm`, `__cublas$lt$matmul`, ...): result
+                    // element 0 is the product, element 1 the workspace (not counted).
+                    let out = match &i.shape {
+                        Shape::Tuple(v) => v.first().unwrap_or(&i.shape),
+                        s => s,
+                    };
+                    let lhs = i.operands.first().and_then(|o| shapes.get(o.as_str()));
+                    let rhs = i.operands.get(1).and_then(|o| shapes.get(o.as_str()));
+                    let (flops, g) = gemm_cost(lhs, rhs, out, &dims);
+                    let bytes = operand_bytes.saturating_add(out.bytes());
+                    (ComputeClass::Gemm, flops, bytes, Some(g))
+                } else if t.contains("attn") || t.contains("attention") || t.contains("fmha") {
                     // Q is the first operand: [b, s, h, d].
                     let q = i.operands.first().and_then(|o| shapes.get(o.as_str()));
                     let dims = q.map_or(&[][..], |s| s.dims());
@@ -235,6 +242,48 @@ impl<'m> Lowerer<'m> {
         })
     }
 
+    /// The element type a GEMM or attention instruction reads ([`Op::operand_dtype`]): its
+    /// first operand's for a `dot`, a `convolution` or a custom-call; for a fusion (or a call),
+    /// the first operand's of the first dot or convolution inside, depth first. `None` when
+    /// there is none. O(instructions of the called computations).
+    ///
+    /// [`Op::operand_dtype`]: concerto_graph::Op::operand_dtype
+    pub(super) fn operand_dtype(
+        &self,
+        i: &Instruction,
+        shapes: &BTreeMap<&str, &Shape>,
+        depth: usize,
+    ) -> Option<DType> {
+        match i.opcode.as_str() {
+            "dot" | "convolution" | "custom-call" => i
+                .operands
+                .first()
+                .and_then(|o| shapes.get(o.as_str()))
+                .map(|s| dtype(s)),
+            "fusion" | "call" if depth < 64 => {
+                let attr = if i.opcode == "fusion" {
+                    "calls"
+                } else {
+                    "to_apply"
+                };
+                let comp = self
+                    .module
+                    .computation(i.attribute(attr)?.computation().ok()?)?;
+                let mut inner: BTreeMap<&str, &Shape> = BTreeMap::new();
+                for x in &comp.instructions {
+                    inner.insert(&x.name, &x.shape);
+                    if matches!(x.opcode.as_str(), "dot" | "convolution" | "fusion" | "call") {
+                        if let Some(t) = self.operand_dtype(x, &inner, depth + 1) {
+                            return Some(t);
+                        }
+                    }
+                }
+                None
+            }
+            _ => None,
+        }
+    }
+
     /// The cost of a called computation (see [`Inner`]).
     pub(super) fn inner_cost(
         &mut self,
@@ -259,16 +308,26 @@ impl<'m> Lowerer<'m> {
             let (flops, bytes, gemm) = match op {
                 "dot" => {
                     let (f, g) = dot_cost(i, &shapes)?;
+                    total.matmul = true;
                     (f, 0, Some(g))
                 }
                 "fusion" | "call" => {
                     let attr = if op == "fusion" { "calls" } else { "to_apply" };
                     let c = self.called(i, attr)?;
                     let inner = self.inner_cost(c, depth + 1)?;
+                    total.matmul |= inner.matmul;
+                    total.attention |= inner.attention;
+                    total.reduces |= inner.reduces;
                     (inner.flops, inner.bytes, inner.gemm)
                 }
                 _ => {
-                    let (_, f, b, g) = self.cost(i, &shapes)?;
+                    let (class, f, b, g) = self.cost(i, &shapes)?;
+                    match class {
+                        ComputeClass::Gemm => total.matmul = true,
+                        ComputeClass::Attention => total.attention = true,
+                        ComputeClass::Reduction => total.reduces = true,
+                        _ => {}
+                    }
                     (f, b, g)
                 }
             };
@@ -284,6 +343,15 @@ impl<'m> Lowerer<'m> {
     }
 }
 
+/// The dimension numbers of a dot: contracting and batch dimensions of each side.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct DotDims {
+    lhs_contracting: Vec<usize>,
+    lhs_batch: Vec<usize>,
+    rhs_contracting: Vec<usize>,
+    rhs_batch: Vec<usize>,
+}
+
 /// Flops and (b, m, n, k) of a `dot`.
 fn dot_cost(
     i: &Instruction,
@@ -297,10 +365,86 @@ fn dot_cost(
             None => Vec::new(),
         })
     };
-    let lc = dims_of("lhs_contracting_dims")?;
-    let lb = dims_of("lhs_batch_dims")?;
-    let rc = dims_of("rhs_contracting_dims")?;
-    let rb = dims_of("rhs_batch_dims")?;
+    let dims = DotDims {
+        lhs_contracting: dims_of("lhs_contracting_dims")?,
+        lhs_batch: dims_of("lhs_batch_dims")?,
+        rhs_contracting: dims_of("rhs_contracting_dims")?,
+        rhs_batch: dims_of("rhs_batch_dims")?,
+    };
+    Ok(gemm_cost(lhs, rhs, &i.shape, &dims))
+}
+
+/// The custom-call targets of XLA's cuBLAS GEMMs (`__cublas$gemm`, `__cublas$lt$matmul`,
+/// `__cublas$lt$matmul$f8`).
+fn is_cublas_gemm(target: &str) -> bool {
+    target.starts_with("__cublas$gemm") || target.starts_with("__cublas$lt$matmul")
+}
+
+/// The dot dimension numbers of a cuBLAS GEMM custom-call, from its `backend_config`
+/// (`{"gemm_backend_config": {"dot_dimension_numbers": {"lhs_contracting_dimensions":
+/// ["1"], ...}}}`, numbers as strings or integers); `None` when `i` is no cuBLAS GEMM. A GEMM
+/// whose config cannot be read is an error naming the instruction: costing it as a
+/// memory-bound op would hide the step's largest kernels.
+fn cublas_dims(i: &Instruction) -> Result<Option<DotDims>, HloError> {
+    let target = match i.attribute("custom_call_target") {
+        Some(a) => a.string()?,
+        None => return Ok(None),
+    };
+    if !is_cublas_gemm(&target) {
+        return Ok(None);
+    }
+    let bad = |why: &str| HloError::Lowering {
+        line: i.pos.line,
+        instruction: i.name.clone(),
+        message: format!("cuBLAS GEMM `{target}`: {why}"),
+    };
+    let config = i
+        .attribute("backend_config")
+        .ok_or_else(|| bad("no backend_config, so no dot dimension numbers"))?;
+    let text = config.string()?;
+    let json: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| bad(&format!("backend_config is not JSON: {e}")))?;
+    let numbers = json
+        .get("gemm_backend_config")
+        .and_then(|g| g.get("dot_dimension_numbers"))
+        .ok_or_else(|| bad("backend_config has no gemm_backend_config.dot_dimension_numbers"))?;
+    let list = |key: &str| -> Result<Vec<usize>, HloError> {
+        match numbers.get(key) {
+            None => Ok(Vec::new()),
+            Some(serde_json::Value::Array(v)) => v
+                .iter()
+                .map(|d| match d {
+                    serde_json::Value::String(s) => s.parse::<usize>().ok(),
+                    serde_json::Value::Number(n) => n.as_u64().map(|n| n as usize),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()
+                .ok_or_else(|| bad(&format!("`{key}` holds a non-number"))),
+            Some(_) => Err(bad(&format!("`{key}` is not a list"))),
+        }
+    };
+    Ok(Some(DotDims {
+        lhs_contracting: list("lhs_contracting_dimensions")?,
+        lhs_batch: list("lhs_batch_dimensions")?,
+        rhs_contracting: list("rhs_contracting_dimensions")?,
+        rhs_batch: list("rhs_batch_dimensions")?,
+    }))
+}
+
+/// Flops (`2 * result elements * contracted size`) and (b, m, n, k) of a product of `lhs`
+/// and `rhs` into `out` with dimension numbers `dims`.
+fn gemm_cost(
+    lhs: Option<&&Shape>,
+    rhs: Option<&&Shape>,
+    out: &Shape,
+    dims: &DotDims,
+) -> (u64, GemmShape) {
+    let (lc, lb, rc, rb) = (
+        &dims.lhs_contracting[..],
+        &dims.lhs_batch[..],
+        &dims.rhs_contracting[..],
+        &dims.rhs_batch[..],
+    );
     let ld = lhs.map_or(&[][..], |s| s.dims());
     let rd = rhs.map_or(&[][..], |s| s.dims());
     let prod = |dims: &[u64], idx: &[usize]| -> u64 {
@@ -317,14 +461,12 @@ fn dot_cost(
             .product::<u64>()
             .max(1)
     };
-    let k = prod(ld, &lc);
-    let b = prod(ld, &lb);
-    let m = rest(ld, &lc, &lb);
-    let n = rest(rd, &rc, &rb);
-    let flops = 2u64
-        .saturating_mul(i.shape.elements().max(1))
-        .saturating_mul(k);
-    Ok((flops, GemmShape { b, m, n, k }))
+    let k = prod(ld, lc);
+    let b = prod(ld, lb);
+    let m = rest(ld, lc, lb);
+    let n = rest(rd, rc, rb);
+    let flops = 2u64.saturating_mul(out.elements().max(1)).saturating_mul(k);
+    (flops, GemmShape { b, m, n, k })
 }
 
 /// The output feature count of a convolution: the size of the result dimension labelled `f`

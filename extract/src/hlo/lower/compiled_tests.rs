@@ -1,0 +1,290 @@
+//! Tests of what XLA's GPU compiler writes: cuBLAS and cuDNN custom-calls, fusion kinds,
+//! collectives wrapped in `async-start`, and the module's own schedule as a stream plan.
+
+use super::*;
+use crate::hlo::parse;
+use concerto_graph::{simulate, CollectiveKind, ComputeClass, OpKind, Stream};
+
+fn import(text: &str) -> (Graph, ImportReport) {
+    let m = parse(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    lower(&m, &ImportOptions::default()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn op<'g>(g: &'g Graph, name: &str) -> (OpId, &'g Op) {
+    let id = g.find(name).unwrap_or_else(|| panic!("no op `{name}`"));
+    (id, g.op(id))
+}
+
+const CUBLAS: &str = r#"HloModule m
+
+ENTRY %main (a: bf16[64,128], b: bf16[128,256]) -> f32[64,256] {
+  %a = bf16[64,128]{1,0} parameter(0)
+  %b = bf16[128,256]{1,0} parameter(1)
+  %gemm = (f32[64,256]{1,0}, s8[4194304]{0}) custom-call(%a, %b), custom_call_target="__cublas$lt$matmul", backend_config={"operation_queue_id":"0","gemm_backend_config":{"alpha_real":1,"beta":0,"dot_dimension_numbers":{"lhs_contracting_dimensions":["1"],"rhs_contracting_dimensions":["0"],"lhs_batch_dimensions":[],"rhs_batch_dimensions":[]},"epilogue":"DEFAULT"}}
+  ROOT %out = f32[64,256]{1,0} get-tuple-element(%gemm), index=0
+}
+"#;
+
+#[test]
+fn cublas_gemms_are_costed_from_their_dimension_numbers() {
+    let (g, report) = import(CUBLAS);
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    let (_, gemm) = op(&g, "gemm");
+    let OpKind::Compute {
+        class,
+        flops,
+        bytes,
+        gemm: shape,
+    } = gemm.kind
+    else {
+        panic!("{gemm:?}")
+    };
+    assert_eq!(class, ComputeClass::Gemm);
+    assert_eq!(flops, 2 * 64 * 256 * 128);
+    // Operands and the product; the cuBLAS workspace (element 1) is no traffic.
+    assert_eq!(bytes, (64 * 128 + 128 * 256) * 2 + 64 * 256 * 4);
+    let s = shape.expect("a GEMM shape");
+    assert_eq!((s.b, s.m, s.n, s.k), (1, 64, 256, 128));
+    // It reads bf16 and writes f32: the bf16 tables cost it.
+    assert_eq!(gemm.operand_dtype, Some(DType::Bf16));
+}
+
+#[test]
+fn a_cublas_gemm_without_dimension_numbers_is_an_error_naming_it() {
+    let text = CUBLAS.replace(r#""dot_dimension_numbers""#, r#""dims""#);
+    let m = parse(&text).unwrap();
+    let e = lower(&m, &ImportOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("gemm") && e.contains("dot_dimension_numbers"),
+        "{e}"
+    );
+}
+
+#[test]
+fn fusions_take_the_class_of_their_work() {
+    let (g, report) = import(
+        r#"HloModule m
+
+%fused_add (p0: f32[1024], p1: f32[1024]) -> f32[1024] {
+  %p0 = f32[1024]{0} parameter(0)
+  %p1 = f32[1024]{0} parameter(1)
+  %s = f32[1024]{0} add(%p0, %p1)
+  ROOT %m = f32[1024]{0} multiply(%s, %s)
+}
+
+%sum (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %z = f32[] add(%x, %y)
+}
+
+%fused_reduce (p0: f32[8,1024]) -> f32[8] {
+  %p0 = f32[8,1024]{1,0} parameter(0)
+  %zero = f32[] constant(0)
+  ROOT %r = f32[8]{0} reduce(%p0, %zero), dimensions={1}, to_apply=%sum
+}
+
+%gemm_dot (p0: bf16[64,128], p1: bf16[128,256]) -> f32[64,256] {
+  %p0 = bf16[64,128]{1,0} parameter(0)
+  %p1 = bf16[128,256]{1,0} parameter(1)
+  ROOT %d = f32[64,256]{1,0} dot(%p0, %p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+}
+
+ENTRY %main (a: f32[1024], b: f32[8,1024], c: bf16[64,128], d: bf16[128,256]) -> (f32[1024], f32[8], f32[64,256]) {
+  %a = f32[1024]{0} parameter(0)
+  %b = f32[8,1024]{1,0} parameter(1)
+  %c = bf16[64,128]{1,0} parameter(2)
+  %d = bf16[128,256]{1,0} parameter(3)
+  %loop_add_fusion = f32[1024]{0} fusion(%a, %a), kind=kLoop, calls=%fused_add
+  %input_reduce_fusion = f32[8]{0} fusion(%b), kind=kInput, calls=%fused_reduce
+  %gemm_fusion_dot = f32[64,256]{1,0} fusion(%c, %d), kind=kCustom, calls=%gemm_dot, backend_config={"fusion_backend_config":{"kind":"__triton_gemm"}}
+  ROOT %t = (f32[1024]{0}, f32[8]{0}, f32[64,256]{1,0}) tuple(%loop_add_fusion, %input_reduce_fusion, %gemm_fusion_dot)
+}
+"#,
+    );
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    let class = |name: &str| match op(&g, name).1.kind {
+        OpKind::Compute { class, .. } => class,
+        _ => panic!("{name} is no compute op"),
+    };
+    assert_eq!(class("loop_add_fusion"), ComputeClass::Elementwise);
+    assert_eq!(class("input_reduce_fusion"), ComputeClass::Reduction);
+    assert_eq!(class("gemm_fusion_dot"), ComputeClass::Gemm);
+    // Bytes read and written once: the fusion's operands and result, not its inner ops'.
+    let OpKind::Compute { bytes, .. } = op(&g, "loop_add_fusion").1.kind else {
+        unreachable!()
+    };
+    assert_eq!(bytes, 3 * 1024 * 4);
+    let (_, gemm) = op(&g, "gemm_fusion_dot");
+    assert_eq!(gemm.operand_dtype, Some(DType::Bf16));
+    assert_eq!(op(&g, "loop_add_fusion").1.operand_dtype, None);
+}
+
+#[test]
+fn cudnn_attention_is_attention() {
+    let (g, report) = import(
+        r#"HloModule m
+
+ENTRY %main (q: bf16[2,512,16,64], k: bf16[2,512,16,64], v: bf16[2,512,16,64]) -> bf16[2,512,16,64] {
+  %q = bf16[2,512,16,64]{3,2,1,0} parameter(0)
+  %k = bf16[2,512,16,64]{3,2,1,0} parameter(1)
+  %v = bf16[2,512,16,64]{3,2,1,0} parameter(2)
+  %fmha = (bf16[2,512,16,64]{3,2,1,0}, u8[0]{0}) custom-call(%q, %k, %v), custom_call_target="__cudnn$fmhaSoftmax"
+  ROOT %o = bf16[2,512,16,64]{3,2,1,0} get-tuple-element(%fmha), index=0
+}
+"#,
+    );
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    let OpKind::Compute { class, flops, .. } = op(&g, "fmha").1.kind else {
+        panic!()
+    };
+    assert_eq!(class, ComputeClass::Attention);
+    assert_eq!(flops, 4 * 2 * 512 * 512 * 16 * 64);
+}
+
+/// A scheduled module as XLA's GPU compiler writes one: an all-reduce started early and a
+/// reduce-scatter and an all-to-all wrapped in `async-start`.
+const SCHEDULED: &str = r#"HloModule m, is_scheduled=true
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %z = f32[] add(%x, %y)
+}
+
+%rs_wrapped (p: f32[4096]) -> f32[512] {
+  %p = f32[4096]{0} parameter(0)
+  ROOT %rs = f32[512]{0} reduce-scatter(%p), channel_id=2, replica_groups={{0,1,2,3,4,5,6,7}}, dimensions={0}, to_apply=%add
+}
+
+%a2a_wrapped (p: f32[4096]) -> f32[4096] {
+  %p = f32[4096]{0} parameter(0)
+  ROOT %a2a = f32[4096]{0} all-to-all(%p), channel_id=3, replica_groups={{0,1,2,3}}, dimensions={0}
+}
+
+ENTRY %main (p: f32[4096]) -> (f32[4096], f32[512], f32[4096], f32[4096]) {
+  %p = f32[4096]{0} parameter(0)
+  %a = f32[4096]{0} negate(%p)
+  %b = f32[4096]{0} exponential(%p)
+  %ars = f32[4096]{0} all-reduce-start(%a), channel_id=1, replica_groups={{0,1,2,3,4,5,6,7}}, to_apply=%add, backend_config={"collective_backend_config":{"is_sync":false}}
+  %c = f32[4096]{0} sine(%b)
+  %d = f32[4096]{0} cosine(%c)
+  %ard = f32[4096]{0} all-reduce-done(%ars)
+  %e = f32[4096]{0} tanh(%d)
+  %rss = ((f32[4096]{0}), f32[512]{0}) async-start(%e), calls=%rs_wrapped
+  %rsd = f32[512]{0} async-done(%rss)
+  %a2as = ((f32[4096]{0}), f32[4096]{0}) async-start(%d), calls=%a2a_wrapped
+  %f = f32[4096]{0} sqrt(%ard)
+  %a2ad = f32[4096]{0} async-done(%a2as)
+  ROOT %t = (f32[4096]{0}, f32[512]{0}, f32[4096]{0}, f32[4096]{0}) tuple(%f, %rsd, %a2ad, %e)
+}
+"#;
+
+#[test]
+fn collectives_wrapped_in_async_start_are_collectives() {
+    let (g, report) = import(SCHEDULED);
+    assert!(report.warnings.is_empty(), "{:?}", report.warnings);
+    let (rs, rs_op) = op(&g, "rss");
+    assert!(
+        matches!(
+            rs_op.kind,
+            OpKind::Collective {
+                kind: CollectiveKind::ReduceScatter,
+                bytes: 2048,
+                group: 8,
+                ..
+            }
+        ),
+        "{rs_op:?}"
+    );
+    let (a2a, a2a_op) = op(&g, "a2as");
+    assert!(
+        matches!(
+            a2a_op.kind,
+            OpKind::Collective {
+                kind: CollectiveKind::AllToAll,
+                bytes: 16384,
+                group: 4,
+                ..
+            }
+        ),
+        "{a2a_op:?}"
+    );
+    assert_eq!(g.predecessors(rs), vec![op(&g, "e").0]);
+    assert_eq!(g.predecessors(a2a), vec![op(&g, "d").0]);
+    // The step outputs reach the root through the dones.
+    assert!(rs_op.live_out && a2a_op.live_out);
+}
+
+#[test]
+fn the_modules_own_schedule_runs_as_xla_runs_it() {
+    let (g, report) = import(SCHEDULED);
+    let events = report
+        .sequence
+        .as_ref()
+        .expect("a scheduled module has a sequence");
+    let plan = sequence_plan(&g, events).unwrap();
+    let id = |n: &str| op(&g, n).0;
+    let order = |s: Stream| {
+        plan.streams
+            .iter()
+            .find(|(t, _)| *t == s)
+            .map(|(_, v)| v.iter().map(|&o| g.op(o).name.clone()).collect::<Vec<_>>())
+            .unwrap()
+    };
+    assert_eq!(order(Stream::Compute), ["a", "b", "c", "d", "e", "f"]);
+    let comm: Vec<String> = plan
+        .streams
+        .iter()
+        .filter(|(s, _)| *s != Stream::Compute)
+        .flat_map(|(_, v)| v.iter().map(|&o| g.op(o).name.clone()))
+        .collect();
+    assert_eq!(comm, ["ars", "rss", "a2as"]);
+    // The start waits for the last kernel before it (`b`), not only for its operand `a`.
+    assert!(
+        plan.waits.contains(&(id("b"), id("ars"))),
+        "{:?}",
+        plan.waits
+    );
+    // `e` comes after the done: it waits for the all-reduce although it does not read it.
+    assert!(
+        plan.waits.contains(&(id("ars"), id("e"))),
+        "{:?}",
+        plan.waits
+    );
+    // The all-to-all starts after `e`, the last kernel before it in the sequence.
+    assert!(
+        plan.waits.contains(&(id("e"), id("a2as"))),
+        "{:?}",
+        plan.waits
+    );
+    // Simulated: the all-reduce overlaps c and d, and e starts after it ends.
+    let hw = concerto_graph::Hardware::h100();
+    let durations = hw.durations(&g);
+    let t = simulate(&g, &plan, &durations, 1.0).unwrap();
+    let (ars, e) = (id("ars").0, id("e").0);
+    assert!(t.start[ars] >= t.start[id("b").0] + durations[id("b").0]);
+    assert!(t.start[e] >= t.start[ars] + durations[ars]);
+}
+
+#[test]
+fn an_unscheduled_module_has_no_sequence() {
+    let text = SCHEDULED.replace(", is_scheduled=true", "");
+    assert!(import(&text).1.sequence.is_none());
+}
+
+#[test]
+fn a_sequence_that_does_not_cover_the_graph_is_an_error() {
+    let (g, report) = import(SCHEDULED);
+    let mut events = report.sequence.unwrap();
+    events.retain(|e| *e != SeqEvent::Launch(OpId(0)));
+    let e = sequence_plan(&g, &events).unwrap_err().to_string();
+    assert!(e.contains("not in the sequence"), "{e}");
+    let twice = [SeqEvent::Launch(OpId(0)), SeqEvent::Launch(OpId(0))];
+    assert!(sequence_plan(&g, &twice)
+        .unwrap_err()
+        .to_string()
+        .contains("twice"));
+}
