@@ -74,7 +74,8 @@
 //!
 //! The graph carries what [`concerto_graph::memory`] needs besides the ops' output tensors
 //! (an array result gives its op one output tensor of its per-device shape and element type;
-//! a tuple-shaped compute result, such as a multi-output fusion, declares none):
+//! a tuple-shaped compute result, such as a multi-output fusion, one byte tensor of all its
+//! leaves, the workspace of a cuBLAS GEMM excepted):
 //!
 //! - **Resident bytes** ([`Graph::resident_bytes`]): the bytes of the entry computation's
 //!   parameters (parameters, optimizer state, inputs of the step), each array counted with the
@@ -293,6 +294,28 @@ fn tensor(shape: &Shape) -> Option<Tensor> {
     match shape {
         Shape::Array { dims, .. } => Some(Tensor::new(dims.clone(), dtype(shape))),
         _ => None,
+    }
+}
+
+/// The output tensor a compute instruction declares: its array result's [`tensor`]; for a
+/// tuple result (a multi-output fusion, a custom-call's results), one byte tensor covering
+/// every leaf, so that the buffers live until the last reader of any of them (an
+/// over-estimate by the leaves whose readers end earlier); for a cuBLAS GEMM only the product
+/// (element 0): its workspace is scratch, gone when the kernel ends.
+fn output_tensor(i: &Instruction) -> Option<Tensor> {
+    match &i.shape {
+        Shape::Tuple(v) => {
+            let cublas = i
+                .attribute("custom_call_target")
+                .is_some_and(|a| a.value.contains("__cublas$"));
+            let bytes = if cublas {
+                v.first().map_or(0, leaf_bytes)
+            } else {
+                v.iter().map(leaf_bytes).sum()
+            };
+            (bytes > 0).then(|| Tensor::new(vec![bytes], DType::S8))
+        }
+        s => tensor(s),
     }
 }
 
@@ -562,7 +585,7 @@ impl<'m> Lowerer<'m> {
                 if matches!(class, ComputeClass::Gemm | ComputeClass::Attention) {
                     o.operand_dtype = self.operand_dtype(i, &shapes, 0);
                 }
-                o.outputs.extend(tensor(&i.shape));
+                o.outputs.extend(output_tensor(i));
                 Value::op(self.add(o, &deps))
             };
             values.insert(&i.name, value);
