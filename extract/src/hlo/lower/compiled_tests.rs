@@ -288,3 +288,56 @@ fn a_sequence_that_does_not_cover_the_graph_is_an_error() {
         .to_string()
         .contains("twice"));
 }
+
+/// The compiled modules of `fixtures/hlo_gpu` (XLA's H100 compiler, deviceless): every GEMM,
+/// attention and collective is costed as what it is, the collectives are those the meta
+/// counts (its `*-start` keys, `async-start` wrappers named by their collective), and XLA's
+/// own schedule is a valid plan that simulates.
+#[test]
+fn compiled_fixtures_import_with_their_kernels_collectives_and_schedule() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/hlo_gpu");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
+        };
+        let Some(stem) = name.strip_suffix(".gpu.hlo") else {
+            continue;
+        };
+        seen += 1;
+        let text = std::fs::read_to_string(&path).unwrap();
+        let (g, report) = import(&text);
+        for w in &report.warnings {
+            let lower = w.to_ascii_lowercase();
+            assert!(
+                !["cublas", "cudnn", "attention", "fmha", "all-", "reduce-scatter", "collective"]
+                    .iter()
+                    .any(|k| lower.contains(k)),
+                "{stem}: {w}"
+            );
+        }
+        let meta: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(format!("{stem}.json"))).unwrap(),
+        )
+        .unwrap();
+        let mut expected: BTreeMap<String, u64> = BTreeMap::new();
+        for (k, v) in meta["collectives"].as_object().unwrap() {
+            if let Some(kind) = k.strip_suffix("-start") {
+                expected.insert(kind.to_string(), v.as_u64().unwrap());
+            }
+        }
+        let mut found: BTreeMap<String, u64> = BTreeMap::new();
+        for o in g.ops() {
+            if let OpKind::Collective { kind, .. } = o.kind {
+                *found.entry(kind.as_str().to_string()).or_default() += 1;
+            }
+        }
+        assert_eq!(found, expected, "{stem}");
+        let plan = sequence_plan(&g, report.sequence.as_ref().unwrap()).unwrap();
+        let hw = concerto_graph::Hardware::h100();
+        let t = simulate(&g, &plan, &hw.durations(&g), hw.contention).unwrap();
+        assert!(t.makespan > 0, "{stem}");
+    }
+    assert_eq!(seen, 3, "the three compiled fixtures");
+}
