@@ -166,15 +166,24 @@
 
 //! # Contention
 //!
-//! [`Hardware::contention`] (default 1.1 for both profiles) is how many times slower compute
-//! ops run while a collective runs; the simulator applies it, this module only carries it.
-//! The default is an **assumption**: NCCL kernels occupy SMs and HBM bandwidth that concurrent
-//! GEMMs lose. Published measurements of compute-communication interference (Rashidi et al.,
-//! "Enabling Compute-Communication Overlap in Distributed Deep Learning Training Platforms",
-//! ISCA 2021; Pati et al., "T3: Transparent Tracking & Triggering for Fine-grained Overlap of
-//! Compute & Collectives", ASPLOS 2024) report slowdowns of roughly 10-30% depending on the
-//! kernel and the SMs the collective takes; 1.1 is the conservative end. Calibrate it with the
-//! CUDA executor.
+//! [`Hardware::contention`] is how many times slower compute ops run while a collective runs;
+//! the simulator applies it, this module only carries it. NCCL kernels occupy SMs and HBM
+//! bandwidth that concurrent GEMMs lose.
+//!
+//! `h100`: **1.44, measured** on 2026-11-27 on an NVIDIA H200 (the H100's GH100 die with
+//! HBM3e) by `scripts/gpu-measure`: a bf16 GEMM of 8192³ / 4096³ ran 1.43 / 1.46 times slower
+//! while an SM-based copy on 16 CTAs (NCCL runs one CTA per channel, 16 to 32 channels on
+//! NVLink H100 nodes) moved 1.36 TB/s on another stream; 2 CTAs gave 1.14 / 1.28, 32 CTAs
+//! 1.61 / 1.71, a copy-engine transfer 1.06. `docs/fidelity.md` (section 2) has the method and
+//! the data. Still assumed: that real NCCL collectives over NVLink interfere like a local copy
+//! on as many CTAs, and one factor for every kernel.
+//!
+//! `a800`, `a800-pcie`: 1.1, an **assumption**. Published measurements of
+//! compute-communication interference (Rashidi et al., "Enabling Compute-Communication Overlap
+//! in Distributed Deep Learning Training Platforms", ISCA 2021; Pati et al., "T3: Transparent
+//! Tracking & Triggering for Fine-grained Overlap of Compute & Collectives", ASPLOS 2024)
+//! report slowdowns of roughly 10-30% depending on the kernel and the SMs the collective takes;
+//! 1.1 is the conservative end.
 //!
 //! # Constants
 //!
@@ -190,7 +199,7 @@
 //! | inter-node, per node | 400 GB/s, alpha 8 µs | 100 GB/s, alpha 8 µs | as `a800` |
 //! | GPUs per node | 8 | 8 | 8 |
 //! | kernel floor | 1 µs | 1 µs | 1 µs |
-//! | contention | 1.1 | 1.1 | 1.1 |
+//! | contention | 1.44 (measured) | 1.1 | 1.1 |
 //!
 //! [`Hardware`] implements `Display`, which prints these.
 //!

@@ -11,8 +11,17 @@ use crate::ir::{CollectiveKind, ComputeClass, DType, GemmShape, Graph, LinkClass
 
 /// Launch latency and tail of one kernel (assumption, see the module docs).
 const MIN_KERNEL_NS: u64 = 1_000;
-/// Default compute slowdown while a collective runs (assumption, see the module docs).
+/// Default compute slowdown while a collective runs (assumption, see the module docs): the
+/// `a800` profiles.
 const DEFAULT_CONTENTION: f64 = 1.1;
+/// Compute slowdown while a collective runs on the `h100` profile, measured: a bf16 GEMM
+/// (`torch.mm`, 8192³ and 4096³) ran 1.427 and 1.461 times slower beside an SM-based copy on
+/// 16 CTAs of 512 threads (an NCCL-like transfer of 1.36 TB/s) on another stream; 1.44 is the
+/// mean. Measured on an NVIDIA H200 (the H100's GH100 die with HBM3e; driver 580.159.04,
+/// torch 2.11.0+cu130) on 2026-11-27 by `scripts/gpu-measure`; `docs/fidelity.md`
+/// (section 2) has the method, every transfer (2 to 32 CTAs: 1.14-1.71; copy engine: 1.06)
+/// and the raw data.
+const H100_CONTENTION: f64 = 1.44;
 
 /// Dense tensor-core peaks (flop/s) by dtype family.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -54,7 +63,7 @@ enum IntraModel {
 /// docs for every formula, constant and source).
 ///
 /// With the `serde` feature a profile serialises as what makes it: `{"name": "h100",
-/// "gpus_per_node": 8, "contention": 1.1}`; reading one rebuilds the named profile
+/// "gpus_per_node": 8, "contention": 1.44}`; reading one rebuilds the named profile
 /// ([`Hardware::by_name`]) with those settings, checked as [`Hardware::with_gpus_per_node`] and
 /// [`Hardware::with_contention`] check them. Every other constant follows from the name.
 #[derive(Clone, Debug, PartialEq)]
@@ -65,7 +74,8 @@ pub struct Hardware {
     /// bandwidth is shared by this many GPUs.
     pub gpus_per_node: u32,
     /// How many times slower compute ops run while a collective runs (>= 1; the simulator
-    /// applies it). Default 1.1, an assumption: see the module docs.
+    /// applies it). `h100`: 1.44, measured on a GPU (`docs/fidelity.md`); `a800` and
+    /// `a800-pcie`: 1.1, an assumption. See the module docs.
     pub contention: f64,
     description: &'static str,
     hbm_bytes_per_sec: f64,
@@ -91,7 +101,7 @@ impl Hardware {
         Hardware {
             name: "h100".into(),
             gpus_per_node: 8,
-            contention: DEFAULT_CONTENTION,
+            contention: H100_CONTENTION,
             description: "NVIDIA H100 SXM 80GB, DGX H100 nodes (measured XLA tables, sm_90)",
             hbm_bytes_per_sec: 3.35e12,
             hbm_name: "HBM3",
