@@ -44,7 +44,7 @@ For each module ``<name>`` the output directory gets, from XLA's dump
 With ``--corpus`` it also writes ``corpus.json``, the list of modules and their metas, once
 all are done. Names: ``gpt_<parallel>_l<layers>[_scan]_<gemm>`` from
 :func:`concerto_jax.dump.default_name` (``gpt_tp8_l4_triton``, ``gpt_mix2x4_l4_cublas``,
-``gpt_dp8_l16_scan_cublas``) and ``moe_ep<devices>_l<layers>_<gemm>``.
+``gpt_mix2x4_l16_scan_cublas``) and ``moe_ep<devices>_l<layers>_<gemm>``.
 """
 
 from __future__ import annotations
@@ -74,13 +74,17 @@ TOPOLOGY_NAME = "h100x8"
 #: (global batch), bf16.
 _GPT = ["--d-model", "1024", "--heads", "16", "--seq", "512", "--batch", "16",
         "--vocab", "8192"]  # fmt: skip
-#: The corpus: (parallel, extra options) per step; each compiled in both gemm variants.
+#: The corpus: (parallel, extra options) per step; each compiled in both gemm variants. The
+#: 16-layer steps are the deep ones: unrolled (about 3,500 entry instructions, 70 all-reduce
+#: pairs) and under ``lax.scan`` (two ``while`` loops with a known trip count of 16, the
+#: layers' tensor-parallel all-reduces inside the loop bodies).
 CORPUS = [
     ("dp", ["--layers", "4", *_GPT]),
     ("tp", ["--layers", "4", *_GPT]),
     ("fsdp", ["--layers", "4", *_GPT]),
     ("mix", ["--layers", "4", *_GPT]),
-    ("dp", ["--layers", "16", "--scan", *_GPT]),
+    ("mix", ["--layers", "16", *_GPT]),
+    ("mix", ["--layers", "16", "--scan", *_GPT]),
     ("moe", ["--layers", "2", "--experts", "16", "--d-model", "1024", "--heads", "16",
              "--seq", "512", "--batch", "16", "--vocab", "8192"]),
 ]  # fmt: skip
@@ -182,7 +186,7 @@ def step_args(a: argparse.Namespace, rest: list[str]) -> argparse.Namespace:
 
 
 def module_name(a: argparse.Namespace, s: argparse.Namespace, data: int, model: int) -> str:
-    """``gpt_tp8_l4_triton``, ``gpt_dp8_l16_scan_cublas``, ``moe_ep8_l2_triton``."""
+    """``gpt_tp8_l4_triton``, ``gpt_mix2x4_l16_scan_cublas``, ``moe_ep8_l2_triton``."""
     if a.name:
         return a.name
     if s.parallel == "moe":
@@ -504,7 +508,7 @@ def compile_module(a: argparse.Namespace, s: argparse.Namespace, data: int, mode
             "target": {"spec": "h100_sxm (XLA's specs/h100_sxm.txtpb, 4 fields removed)",
                        "topology_name": TOPOLOGY_NAME, "topology": TOPOLOGY,
                        "compute_capability": "9.0a"},  # fmt: skip
-            "xla_flags": flags[3:],
+            "xla_flags": [f for f in flags if not f.startswith("--xla_dump_to=")],
             "mesh": {k: int(v) for k, v in mesh.shape.items()},
             "sizes": {k: getattr(s, k) for k in ("layers", "d_model", "heads", "seq", "batch",
                                                  "vocab", "mlp", "devices")},  # fmt: skip
