@@ -341,3 +341,31 @@ fn compiled_fixtures_import_with_their_kernels_collectives_and_schedule() {
     }
     assert_eq!(seen, 3, "the three compiled fixtures");
 }
+
+#[test]
+fn an_in_place_update_fusion_moves_its_slice_not_its_buffer() {
+    let (g, _) = import(
+        r#"HloModule m
+
+%fused_dus (p0: bf16[16,1024,1024], p1: bf16[1,1024,1024], p2: s32[]) -> bf16[16,1024,1024] {
+  %p0 = bf16[16,1024,1024]{2,1,0} parameter(0)
+  %p1 = bf16[1,1024,1024]{2,1,0} parameter(1)
+  %p2 = s32[] parameter(2)
+  %z = s32[] constant(0)
+  ROOT %d = bf16[16,1024,1024]{2,1,0} dynamic-update-slice(%p0, %p1, %p2, %z, %z)
+}
+
+ENTRY %main (a: bf16[16,1024,1024], b: bf16[1,1024,1024], i: s32[]) -> bf16[16,1024,1024] {
+  %a = bf16[16,1024,1024]{2,1,0} parameter(0)
+  %b = bf16[1,1024,1024]{2,1,0} parameter(1)
+  %i = s32[] parameter(2)
+  ROOT %loop_dynamic_update_slice_fusion = bf16[16,1024,1024]{2,1,0} fusion(%a, %b, %i), kind=kLoop, calls=%fused_dus
+}
+"#,
+    );
+    let OpKind::Compute { bytes, .. } = op(&g, "loop_dynamic_update_slice_fusion").1.kind else {
+        panic!()
+    };
+    // The update read and written, the index; not the 32 MiB buffer.
+    assert_eq!(bytes, 2 * (1024 * 1024 * 2) + 4);
+}

@@ -138,7 +138,15 @@ impl<'m> Lowerer<'m> {
                 let bytes = if op == "call" {
                     inner.bytes.max(io)
                 } else {
-                    io
+                    match in_place_update(comp) {
+                        // An in-place update (XLA's dynamic-update-slice fusions): the
+                        // buffer is neither read nor rewritten, only the update's slice is
+                        // written (the update operand's read is in `io` already).
+                        Some(update) => io
+                            .saturating_sub(i.shape.bytes().saturating_mul(2))
+                            .saturating_add(update),
+                        None => io,
+                    }
                 };
                 (inner.class(), inner.flops, bytes, inner.gemm)
             }
@@ -341,6 +349,21 @@ impl<'m> Lowerer<'m> {
         }
         Ok(total)
     }
+}
+
+/// The bytes of the update when `comp`'s root is a `dynamic-update-slice` (an in-place update
+/// of its first operand, as XLA runs it: a fusion's buffer is shared with the operand it
+/// updates), `None` otherwise.
+fn in_place_update(comp: &Computation) -> Option<u64> {
+    let root = comp.instructions.get(comp.root)?;
+    if root.opcode != "dynamic-update-slice" {
+        return None;
+    }
+    let update = root.operands.get(1)?;
+    comp.instructions
+        .iter()
+        .find(|x| &x.name == update)
+        .map(|x| x.shape.bytes())
 }
 
 /// The dimension numbers of a dot: contracting and batch dimensions of each side.
