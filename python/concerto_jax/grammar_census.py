@@ -142,7 +142,8 @@ for line in sys.stdin:
         hlo.hlo_module_from_text(text)
         r = {"ok": True}
     except Exception as e:
-        r = {"ok": False, "error": str(e).strip().splitlines()[0][:300] if str(e).strip() else type(e).__name__}
+        lines = [s.strip() for s in str(e).splitlines() if s.strip()]
+        r = {"ok": False, "error": " | ".join(lines[:3])[:400] or type(e).__name__}
     print(json.dumps(r), flush=True)
 """
 
@@ -154,6 +155,7 @@ class Worker:
         self.argv, self.ready, self.env = argv, ready, env
         self.proc: subprocess.Popen | None = None
         self.buf = b""
+        self.eof = False
 
     def _start(self) -> None:
         self.proc = subprocess.Popen(
@@ -168,10 +170,12 @@ class Worker:
                 raise RuntimeError(f"worker {self.argv[0]} did not start: {err[-2000:]}")
 
     def _readline(self, timeout: float) -> str | None:
-        """The next line, or None when the worker died or ``timeout`` passed."""
+        """The next line, or None when the worker closed its output (it died: ``self.eof``
+        is set) or ``timeout`` passed."""
         assert self.proc and self.proc.stdout
         fd = self.proc.stdout.fileno()
         deadline = time.monotonic() + timeout
+        self.eof = False
         while b"\n" not in self.buf:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -181,6 +185,7 @@ class Worker:
                 return None
             chunk = os.read(fd, 65536)
             if not chunk:
+                self.eof = True
                 return None
             self.buf += chunk
         line, self.buf = self.buf.split(b"\n", 1)
@@ -207,14 +212,19 @@ class Worker:
         line = self._readline(timeout)
         if line is not None:
             return "line", line
-        if self.proc.poll() is None:
+        if not self.eof:
             self.kill()
             return "hang", None
-        self.proc.wait()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            pass
         err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
         self.kill()
-        tail = [s for s in err.strip().splitlines() if s.strip()][-3:]
-        return "died", " | ".join(tail)[-300:]
+        lines = [s.strip() for s in err.strip().splitlines() if s.strip()]
+        # A failed CHECK logs `F0000 ... file.cc:N] Check failed: ...` before the stack.
+        fatal = [s for s in lines if "Check failed" in s or re.match(r"F\d{4} ", s)]
+        return "died", " | ".join(fatal[:2] or lines[-3:])[:300]
 
 
 def xla_verdict(worker: Worker, path: str, timeout: float) -> dict:
@@ -261,7 +271,7 @@ def venv_python() -> str:
 
 
 def run(modules: Path, import_check: str, jobs: int, timeout: float, results: Path,
-        files: list[str] | None = None) -> list[dict]:
+        files: list[str] | None = None, xla_timeout: float = 120.0) -> list[dict]:
     """Judges every module under ``modules`` (or just ``files``); writes and returns the rows."""
     index = {}
     with open(modules / "index.tsv") as f:
@@ -283,7 +293,8 @@ def run(modules: Path, import_check: str, jobs: int, timeout: float, results: Pa
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "concerto_jax.grammar_census", "_shard",
              "--modules", str(modules), "--import-check", import_check,
-             "--timeout", str(timeout), "--list", str(listing), "--out", str(part)],
+             "--timeout", str(timeout), "--xla-timeout", str(xla_timeout),
+             "--list", str(listing), "--out", str(part)],
             env=env,
         ))
     for p in procs:
@@ -304,7 +315,8 @@ def run(modules: Path, import_check: str, jobs: int, timeout: float, results: Pa
     return rows
 
 
-def shard(modules: Path, import_check: str, timeout: float, listing: Path, out: Path) -> None:
+def shard(modules: Path, import_check: str, timeout: float, listing: Path, out: Path,
+          xla_timeout: float) -> None:
     names = [n for n in listing.read_text().splitlines() if n]
     xla = Worker([venv_python(), "-c", _XLA_WORKER], ready=True)
     imp = Worker([import_check], ready=False)
@@ -312,7 +324,7 @@ def shard(modules: Path, import_check: str, timeout: float, listing: Path, out: 
         for n, name in enumerate(names):
             path = str(modules / name)
             r = {"file": name}
-            r.update(xla_verdict(xla, path, timeout))
+            r.update(xla_verdict(xla, path, xla_timeout))
             r.update(concerto_verdict(imp, path, timeout))
             f.write(json.dumps(r) + "\n")
             f.flush()
@@ -320,6 +332,110 @@ def shard(modules: Path, import_check: str, timeout: float, listing: Path, out: 
                 print(f"  {out.name}: {n + 1}/{len(names)}", file=sys.stderr, flush=True)
     xla.kill()
     imp.kill()
+
+
+# ---------------------------------------------------------------- the checked-in sample
+
+#: Grammar features a sample should cover, found by a light scan of the text (approximate:
+#: a label for choosing modules, not a parse).
+FEATURES = {
+    "inferred-shape": re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*[a-z][a-z0-9-]*\(", re.M),
+    "no-entry": re.compile(r"\A(?!.*\bENTRY\b)", re.S),
+    "nested-operand": re.compile(
+        r"[a-z]\((?:[^()\n]*,\s*)?(?:[a-z0-9]+\[[^\]\n]*\]\S*\s+)?[a-z][a-z0-9-]*\((?!\))"),
+    "multiline-header": re.compile(r"\A\s*HloModule[^\n]*,[ \t]*\n"),
+    "header-colon": re.compile(r"\A\s*HloModule\s+[\w.\-]+:"),
+    "param-without-colon": re.compile(r"^\s*(?:ENTRY\s+)?%?[\w.\-]+\s*\(%?[\w.\-]+ [a-z0-9]+\[", re.M),
+    "buffer-shape": re.compile(r"[=(,]\s*b\("),
+    "custom-call-literal": re.compile(r"literal=[a-z0-9]+\["),
+    "value-on-next-line": re.compile(r"=[ \t]*\n\s*%?[\w.\-]+"),
+}
+
+#: Files of the sample are at most this large, and the sample at most this many.
+SAMPLE_FILE_BYTES = 6000
+SAMPLE_SIZE = 180
+
+
+def verdict_of(r: dict) -> str:
+    """The concerto verdict written in the manifest: ``imported`` or ``error:KIND``."""
+    if r["concerto"] == "imported":
+        return "imported"
+    if r["concerto"] == "error":
+        return f"error:{r['error_kind']}"
+    return r["concerto"]
+
+
+def features_of(text: str) -> list[str]:
+    return [k for k, pat in FEATURES.items() if pat.search(text)]
+
+
+def sample(modules: Path, results: Path, out: Path) -> list[dict]:
+    """Chooses a small sample of census rows covering each grammar feature, each verdict and
+    as many opcodes as small modules allow; copies the modules to ``out`` with
+    ``MANIFEST.tsv``. Deterministic for given inputs."""
+    from concerto_jax.hlo_text import opcodes
+
+    rows = [json.loads(line) for line in open(results)]
+    cands = []
+    for r in rows:
+        if r["concerto"] in ("panic", "hang"):
+            continue
+        # XLA accepts it: concerto must import it or name the loop; XLA rejects it: only
+        # modules concerto rejects too (the differential agreement).
+        if r["xla"] == "accepted" and verdict_of(r) not in ("imported", "error:trip-count"):
+            continue
+        if r["xla"] == "rejected" and r["concerto"] != "error":
+            continue
+        if (r.get("xla_error") or "").startswith(("hang", "aborted")):
+            continue
+        text = (modules / r["file"]).read_text()
+        if len(text.encode()) > SAMPLE_FILE_BYTES:
+            continue
+        r = dict(r, features=features_of(text), ops=sorted({o for _, _, o in opcodes(text)}),
+                 size=len(text.encode()))
+        cands.append(r)
+    cands.sort(key=lambda r: (r["size"], r["file"]))
+    chosen: dict[str, dict] = {}
+    per_source: Counter = Counter()
+
+    def take(pred, n: int, per_file: int = 2) -> None:
+        got = 0
+        for r in cands:
+            if got >= n:
+                break
+            if r["file"] in chosen or per_source[r["source"]] >= per_file or not pred(r):
+                continue
+            chosen[r["file"]] = r
+            per_source[r["source"]] += 1
+            got += 1
+
+    for feature in FEATURES:
+        take(lambda r, f=feature: r["xla"] == "accepted" and f in r["features"], 12)
+    take(lambda r: verdict_of(r) == "error:trip-count", 10)
+    take(lambda r: r["xla"] == "rejected", 12)
+    seen: set[str] = set()
+    for r in chosen.values():
+        seen.update(r["ops"])
+    all_ops = sorted({o for r in cands if r["xla"] == "accepted" for o in r["ops"]})
+    for op in all_ops:
+        if len(chosen) >= SAMPLE_SIZE:
+            break
+        if op not in seen:
+            take(lambda r, o=op: r["xla"] == "accepted" and o in r["ops"], 1, per_file=3)
+            for r in chosen.values():
+                seen.update(r["ops"])
+    take(lambda r: r["xla"] == "accepted", SAMPLE_SIZE - len(chosen))
+    out.mkdir(parents=True, exist_ok=True)
+    for old in out.glob("*.hlo"):
+        old.unlink()
+    picked = sorted(chosen.values(), key=lambda r: r["file"])
+    with open(out / "MANIFEST.tsv", "w") as f:
+        f.write("file\tsource\tindex\txla\tconcerto\tfeatures\n")
+        for r in picked:
+            (out / r["file"]).write_text((modules / r["file"]).read_text())
+            f.write("\t".join([r["file"], r["source"], str(r["index"]), r["xla"], verdict_of(r),
+                               ",".join(r["features"]) or "-"]) + "\n")
+    return picked
 
 
 # ---------------------------------------------------------------- the table
@@ -369,14 +485,22 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--modules", required=True, type=Path)
     r.add_argument("--import-check", required=True)
     r.add_argument("--jobs", type=int, default=2)
-    r.add_argument("--timeout", type=float, default=20.0)
+    r.add_argument("--timeout", type=float, default=20.0,
+                   help="seconds concerto may take on one module before it counts as a hang")
+    r.add_argument("--xla-timeout", type=float, default=120.0,
+                   help="seconds XLA's parser may take on one module (a few take 10 s)")
     r.add_argument("--results", type=Path)
     t = sub.add_parser("table", help="print the table of a results file")
     t.add_argument("results", type=Path)
+    m = sub.add_parser("sample", help="choose the checked-in sample and write its manifest")
+    m.add_argument("--modules", required=True, type=Path)
+    m.add_argument("--results", required=True, type=Path)
+    m.add_argument("--out", required=True, type=Path)
     s = sub.add_parser("_shard")
     s.add_argument("--modules", required=True, type=Path)
     s.add_argument("--import-check", required=True)
     s.add_argument("--timeout", type=float, required=True)
+    s.add_argument("--xla-timeout", type=float, required=True)
     s.add_argument("--list", required=True, type=Path)
     s.add_argument("--out", required=True, type=Path)
     a = ap.parse_args(argv)
@@ -385,14 +509,24 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{n} modules written to {a.out}")
         return 0
     if a.cmd == "_shard":
-        shard(a.modules, a.import_check, a.timeout, a.list, a.out)
+        shard(a.modules, a.import_check, a.timeout, a.list, a.out, a.xla_timeout)
+        return 0
+    if a.cmd == "sample":
+        picked = sample(a.modules, a.results, a.out)
+        feats = Counter(f for r in picked for f in r["features"])
+        verdicts = Counter((r["xla"], verdict_of(r)) for r in picked)
+        ops = {o for r in picked for o in r["ops"]}
+        size = sum(r["size"] for r in picked)
+        print(f"{len(picked)} modules ({size} bytes, {len(ops)} opcodes) written to {a.out}")
+        print("features:", dict(feats))
+        print("verdicts:", dict(verdicts))
         return 0
     if a.cmd == "table":
         rows = [json.loads(line) for line in open(a.results)]
         print(table(rows))
         return 0
     results = a.results or a.modules / "results.jsonl"
-    rows = run(a.modules, a.import_check, a.jobs, a.timeout, results)
+    rows = run(a.modules, a.import_check, a.jobs, a.timeout, results, xla_timeout=a.xla_timeout)
     print(table(rows))
     print(f"(per-module verdicts: {results})")
     bad = sum(r["concerto"] in ("panic", "hang") for r in rows)
