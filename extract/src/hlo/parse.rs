@@ -1,52 +1,79 @@
 //! The HLO text parser: a byte-level scanner and a recursive-descent parser for the module
-//! grammar that XLA's `HloModule::ToString` prints (reference: `xla/hlo/parser/hlo_parser.cc`).
+//! grammar that XLA's `HloModule::ToString` prints and that XLA's own tests write by hand
+//! (reference: `xla/hlo/parser/hlo_parser.cc`).
 //!
 //! ```text
-//! module      ::= 'HloModule' name (',' attribute)* END-OF-LINE (computation | table)*
+//! module      ::= 'HloModule' name ':'? (',' attribute)* (computation | table)*
 //! computation ::= 'ENTRY'? name ('(' (param (',' param)*)? ')' '->' shape)? '{' instruction+ '}'
 //!                 (',' attribute)*
-//! param       ::= name ':' shape
-//! instruction ::= 'ROOT'? name '=' shape opcode '(' operands ')' (',' attribute)*
-//! operands    ::= (shape? name (',' shape? name)*)?     -- raw text for constant, parameter, iota
+//! param       ::= name ':'? shape
+//! instruction ::= 'ROOT'? name '=' rhs (',' attribute)*
+//! rhs         ::= shape? opcode '(' operands ')'        -- no shape: inferred, as XLA does
+//! operands    ::= (operand (',' operand)*)?             -- raw text for constant, parameter, iota
+//! operand     ::= shape? name | rhs                     -- a nested instruction, no attributes
 //! attribute   ::= ident '=' value                       -- value: raw text, brackets balanced
-//! shape       ::= '(' (shape (',' shape)*)? ')' | 'token[]' | dtype '[' (dim (',' dim)*)? ']' layout?
+//! shape       ::= '(' (shape (',' shape)*)? ')' | 'token[]' | 'b(' shape ')'
+//!               | dtype '[' (dim (',' dim)*)? ']' layout?
 //! dim         ::= '<='? u64
 //! layout      ::= '{' (u64 (',' u64)*)? (':' balanced-text)? '}'   -- directly after ']'
 //! table       ::= ('FileNames' | 'FunctionNames' | 'FileLocations' | 'StackFrames') (u64 value)*
 //! name        ::= '%' [A-Za-z0-9_.-]+ | [A-Za-z_] [A-Za-z0-9_.-]*
 //! ```
 //!
+//! What XLA's parser accepts beyond what its printer writes, and this parser too: a module
+//! without `ENTRY` (the last computation is the entry); an instruction without a result
+//! shape for the opcodes whose shape XLA infers (`tuple`, `get-tuple-element`, `copy`,
+//! elementwise ops, `dot`, `convolution`, `call`, `while`, ...: the shape is inferred from
+//! the operands, attributes and called computations, and [`Instruction::shape_text`] holds
+//! it printed); instructions nested as operands, `add(f32[] constant(1), maximum(x, y))`
+//! (each becomes an instruction of its own before its user, named `opcode.anon`,
+//! `opcode.anon.1`, ... as XLA names them); header attributes over several lines; a
+//! parameter without `:`; spaces in `s32 [4]` and before an instruction's layout; buffer
+//! shapes `b(f32[2])` (read as the shape they hold); a custom-call's `literal=s32[] 1`.
+//!
+//! [`Instruction::shape_text`]: crate::hlo::Instruction::shape_text
+//!
 //! Whitespace, newlines, `/* ... */` and `// ...` comments separate tokens anywhere, except
-//! that the module header, and an attribute value outside brackets, end at the end of their
-//! line. An attribute value extends to the next comma, whitespace, comment or unmatched
+//! that an attribute value outside brackets ends at the end of its line. An attribute value extends to the next comma, whitespace, comment or unmatched
 //! closing bracket outside brackets and strings; inside brackets, newlines are whitespace.
 //!
 //! The parser never panics, runs in time linear in the input, bounds its recursion (tuple
-//! shapes and brackets nested deeper than [`MAX_DEPTH`] are errors), and checks integers and
-//! shape sizes for overflow: every parsed shape's [`Shape::bytes`] and [`Shape::elements`]
-//! fit in a `u64`.
+//! shapes, brackets and nested instructions deeper than [`MAX_DEPTH`] are errors), and checks
+//! integers and shape sizes for overflow: every parsed shape's [`Shape::bytes`] and
+//! [`Shape::elements`] fit in a `u64`. Inferred shapes are bounded too: all of them together
+//! hold at most [`INFER_BUDGET`] times the input's length in tuple elements and arrays (so a
+//! chain of `t2 = tuple(t1, t1)` cannot grow exponentially).
 //!
 //! [`Shape::bytes`]: crate::hlo::Shape::bytes
 //! [`Shape::elements`]: crate::hlo::Shape::elements
 
 mod computations;
+mod infer;
 mod instructions;
 mod lexer;
 mod shapes;
 #[cfg(test)]
 mod tests;
 
-use crate::hlo::ast::{Module, Pos};
+use crate::hlo::ast::{Instruction, Module, Pos};
 use crate::hlo::HloError;
 
 /// The deepest nesting of tuple shapes, or of brackets in one value, that the parser accepts.
 const MAX_DEPTH: usize = 256;
+
+/// Shape nodes (arrays, tuples, tokens) that inferred shapes may hold in all, per byte of
+/// input (see the module docs).
+const INFER_BUDGET: usize = 16;
 
 /// Opcodes whose parenthesised text is kept raw as [`Instruction::literal`] instead of being
 /// read as operands.
 ///
 /// [`Instruction::literal`]: crate::hlo::Instruction::literal
 const LITERAL_OPCODES: [&str; 3] = ["constant", "parameter", "iota"];
+
+/// The first character of the provisional name of an instruction nested in another's
+/// operands (no name in the text has it); the computation renames it `opcode.anon`.
+const NESTED: char = '\u{0}';
 
 /// Keywords that open the stack-frame tables newer XLA versions print between the header and
 /// the computations.
@@ -119,6 +146,14 @@ struct Parser<'a> {
     /// The opening bracket of the first attribute value of the current computation that
     /// spans several lines: the likely culprit when the computation is not closed.
     multiline: Option<usize>,
+    /// Instructions nested in the operands of the instruction being parsed, innermost first,
+    /// each with whether its shape is left to infer; named `NESTED` + their index here.
+    hoisted: Vec<(Instruction, bool)>,
+    /// Nested instructions seen so far in the current computation (their provisional names
+    /// count them).
+    nested: usize,
+    /// Shape nodes that inferred shapes may still hold (see [`INFER_BUDGET`]).
+    budget: usize,
 }
 
 impl<'a> Parser<'a> {
@@ -132,6 +167,9 @@ impl<'a> Parser<'a> {
             cache: (origin, Pos { line: 1, column: 1 }),
             origin,
             multiline: None,
+            hoisted: Vec::new(),
+            nested: 0,
+            budget: src.len().saturating_mul(INFER_BUDGET).saturating_add(4096),
         }
     }
 }

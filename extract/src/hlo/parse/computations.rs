@@ -1,9 +1,10 @@
 //! Computations and the module: headers with parameters, instruction bodies, the `ENTRY` and
 //! naming checks, and the stack-frame tables newer XLA versions print.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
-use super::{is_ident_start, PResult, Parser, TABLES};
+use super::infer::Earlier;
+use super::{is_ident_start, PResult, Parser, NESTED, TABLES};
 use crate::hlo::ast::{Computation, Instruction, Module, Pos};
 use crate::hlo::HloError;
 
@@ -11,7 +12,12 @@ impl<'a> Parser<'a> {
     // ---------------------------------------------------------------- computations
 
     /// A computation, at its first token; returns it with its name and the name's offset.
-    pub(super) fn computation(&mut self) -> PResult<(Computation, &'a str, usize)> {
+    /// Result shapes the text leaves out are inferred, from the computations `earlier` in the
+    /// module among others.
+    pub(super) fn computation(
+        &mut self,
+        earlier: &Earlier<'_>,
+    ) -> PResult<(Computation, &'a str, usize)> {
         let start = self.at;
         let pos = self.pos(start);
         let mut is_entry = false;
@@ -77,7 +83,9 @@ impl<'a> Parser<'a> {
         let signature = self.slice(signature_at, open).trim().to_string();
         self.at += 1;
         self.multiline = None;
+        self.nested = 0;
         let mut instructions: Vec<Instruction> = Vec::new();
+        let mut pending: Vec<bool> = Vec::new();
         let mut names: BTreeMap<&'a str, Pos> = BTreeMap::new();
         let mut root: Option<usize> = None;
         loop {
@@ -90,10 +98,15 @@ impl<'a> Parser<'a> {
                 None => return Err(self.unclosed(name, pos)),
                 Some(_) => {}
             }
-            let (instruction, iname, iname_at) = match self.instruction() {
+            self.hoisted.clear();
+            let (instruction, iname, iname_at, infer) = match self.instruction() {
                 Ok(parsed) => parsed,
                 Err(e) => return Err(self.with_hint(e)),
             };
+            for (nested, infer) in self.hoisted.drain(..) {
+                instructions.push(nested);
+                pending.push(infer);
+            }
             if let Some(first) = names.get(iname) {
                 let message = format!(
                     "duplicate instruction `%{iname}` (first at line {})",
@@ -113,7 +126,12 @@ impl<'a> Parser<'a> {
                 root = Some(instructions.len());
             }
             instructions.push(instruction);
+            pending.push(infer);
         }
+        if self.nested > 0 {
+            name_nested(&mut instructions, &names);
+        }
+        super::infer::infer_shapes(&mut instructions, &pending, earlier, &mut self.budget)?;
         if instructions.is_empty() {
             return Err(self.error(open, format!("computation `%{name}` has no instructions")));
         }
@@ -193,12 +211,14 @@ impl<'a> Parser<'a> {
             self.skip_ws()?;
             let name = self.name("a parameter name")?;
             self.skip_ws()?;
-            if self.peek() != Some(b':') {
+            // XLA takes `(p f32[2])` as well as `(p: f32[2])`.
+            if self.peek() == Some(b':') {
+                self.at += 1;
+                self.skip_ws()?;
+            } else if !self.shape_at(self.at) {
                 let what = format!("`:` after parameter `{name}`");
                 return Err(self.expected(self.at, &what));
             }
-            self.at += 1;
-            self.skip_ws()?;
             self.shape(0)?;
             self.skip_ws()?;
             match self.peek() {
@@ -257,6 +277,13 @@ impl<'a> Parser<'a> {
         self.at += "HloModule".len();
         self.skip_inline()?;
         let name = self.name("a module name after `HloModule`")?.to_string();
+        // XLA's lexer reads `HloModule m:` as the name `m`.
+        if self.peek() == Some(b':') {
+            self.at += 1;
+        }
+        // Attributes, each after a comma: the list may go on over the next lines
+        // (`HloModule m,` then `entry_computation_layout=...`), and may be followed by a
+        // computation on the same line.
         let mut attributes = Vec::new();
         loop {
             self.skip_inline()?;
@@ -264,9 +291,14 @@ impl<'a> Parser<'a> {
                 break;
             }
             self.at += 1;
-            attributes.push(self.attribute(true)?);
+            attributes.push(self.attribute(false)?);
         }
-        if !matches!(self.peek(), None | Some(b'\n')) {
+        if !matches!(self.peek(), None | Some(b'\n' | b'\r'))
+            && !self
+                .word_at(self.at)
+                .starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && self.peek() != Some(b'%')
+        {
             return Err(self.expected(
                 self.at,
                 "`,` or the end of the line after the module header",
@@ -277,6 +309,7 @@ impl<'a> Parser<'a> {
         let mut names: BTreeMap<&'a str, Pos> = BTreeMap::new();
         let mut entry: Option<usize> = None;
         let mut tables = Vec::new();
+        let mut by_name: BTreeMap<String, usize> = BTreeMap::new();
         loop {
             self.skip_ws()?;
             if self.at >= self.bytes.len() {
@@ -293,7 +326,11 @@ impl<'a> Parser<'a> {
                     "a second `HloModule` header: a text holds one module",
                 ));
             }
-            let (computation, cname, cname_at) = self.computation()?;
+            let earlier = Earlier {
+                computations: &computations,
+                by_name: &by_name,
+            };
+            let (computation, cname, cname_at) = self.computation(&earlier)?;
             if let Some(first) = names.get(cname) {
                 let message = format!(
                     "duplicate computation `%{cname}` (first at line {})",
@@ -302,6 +339,7 @@ impl<'a> Parser<'a> {
                 return Err(self.error(cname_at, message));
             }
             names.insert(cname, computation.pos);
+            by_name.insert(cname.to_string(), computations.len());
             if computation.is_entry {
                 if let Some(e) = entry {
                     let message = format!(
@@ -314,12 +352,19 @@ impl<'a> Parser<'a> {
             }
             computations.push(computation);
         }
-        let Some(entry) = entry else {
-            let end = self.bytes.len();
-            return Err(self.error(
-                end,
-                "no ENTRY computation: one computation must be marked `ENTRY`",
-            ));
+        // Without `ENTRY`, the last computation is the entry, as in XLA.
+        let entry = match entry {
+            Some(entry) => entry,
+            None => {
+                let Some(last) = computations.last_mut() else {
+                    let end = self.bytes.len();
+                    return Err(
+                        self.error(end, "no computation: a module needs an `ENTRY` computation")
+                    );
+                };
+                last.is_entry = true;
+                computations.len() - 1
+            }
         };
         Ok(Module {
             name,
@@ -328,5 +373,35 @@ impl<'a> Parser<'a> {
             entry,
             tables,
         })
+    }
+}
+
+/// Gives the instructions nested in others' operands (provisional names starting with
+/// [`NESTED`]) their names, `opcode.anon`, `opcode.anon.1`, ..., as XLA names them: unique
+/// in the computation (`taken` holds the names the text gives), with every operand that
+/// refers to them renamed too.
+fn name_nested(instructions: &mut [Instruction], taken: &BTreeMap<&str, Pos>) {
+    let mut used: BTreeSet<String> = taken.keys().map(|k| k.to_string()).collect();
+    let mut renamed: BTreeMap<String, String> = BTreeMap::new();
+    for i in instructions.iter_mut() {
+        if !i.name.starts_with(NESTED) {
+            continue;
+        }
+        let base = format!("{}.anon", i.opcode);
+        let mut name = base.clone();
+        let mut k = 1;
+        while used.contains(&name) {
+            name = format!("{base}.{k}");
+            k += 1;
+        }
+        used.insert(name.clone());
+        renamed.insert(std::mem::replace(&mut i.name, name.clone()), name);
+    }
+    for i in instructions.iter_mut() {
+        for o in &mut i.operands {
+            if let Some(new) = renamed.get(o.as_str()) {
+                o.clone_from(new);
+            }
+        }
     }
 }

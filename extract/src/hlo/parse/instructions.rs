@@ -1,7 +1,8 @@
 //! Instructions: name, shape, opcode, operands (or raw literal text) and attributes.
 
-use super::{is_ident_start, is_name_byte, PResult, Parser, LITERAL_OPCODES};
-use crate::hlo::ast::{Attribute, Instruction};
+use super::infer::can_infer;
+use super::{is_ident_start, is_name_byte, PResult, Parser, LITERAL_OPCODES, MAX_DEPTH, NESTED};
+use crate::hlo::ast::{Attribute, Instruction, Pos, Shape};
 
 impl<'a> Parser<'a> {
     // ---------------------------------------------------------------- attributes
@@ -22,16 +23,27 @@ impl<'a> Parser<'a> {
             return Err(self.expected(self.at, &what));
         }
         self.at += 1;
-        self.skip_inline()?;
+        let equals_end = self.at;
+        // An instruction's attribute value may start on the next line (`condition=` at the
+        // end of one).
+        self.skip(!inline)?;
         let from = self.at;
-        let to = match self.mesh_value_end()? {
-            Some(end) => end,
-            None => self.balanced(None)?,
+        let to = if name == "literal" && self.array_shape_at(from) {
+            // A custom-call's literal: a shape and a value, `literal=s32[2]{0} {1, 2}`.
+            self.shape(0)?;
+            self.skip_inline()?;
+            self.balanced(None)?
+        } else {
+            match self.mesh_value_end()? {
+                Some(end) => end,
+                None => self.balanced(None)?,
+            }
         };
         let value = self.slice(from, to).trim_end();
         if value.is_empty() {
             let what = format!("a value for attribute `{name}`");
-            return Err(self.expected(from, &what));
+            self.at = from;
+            return Err(self.expected_after(equals_end, &what));
         }
         self.at = to;
         let pos = self.pos(from);
@@ -60,8 +72,10 @@ impl<'a> Parser<'a> {
 
     // ---------------------------------------------------------------- instructions
 
-    /// An instruction, at its first token; returns it with its name.
-    pub(super) fn instruction(&mut self) -> PResult<(Instruction, &'a str, usize)> {
+    /// An instruction, at its first token; returns it with its name, the name's offset and
+    /// whether its shape is left to infer. Instructions nested in its operands are left in
+    /// `self.hoisted`, in the order they must run.
+    pub(super) fn instruction(&mut self) -> PResult<(Instruction, &'a str, usize, bool)> {
         let start = self.at;
         let pos = self.pos(start);
         let mut is_root = false;
@@ -85,9 +99,36 @@ impl<'a> Parser<'a> {
         }
         self.at += 1;
         self.skip_ws()?;
+        let (mut instruction, infer) = self.rhs(name, pos, 0)?;
+        instruction.is_root = is_root;
+        Ok((instruction, name, name_at, infer))
+    }
+
+    /// What follows `name =`: `shape? opcode(operands), attributes` (no attributes for an
+    /// instruction nested `depth > 0` levels in another's operands, as in XLA). Returns the
+    /// instruction and whether its shape is left to infer (the text gives none).
+    fn rhs(&mut self, name: &str, pos: Pos, depth: usize) -> PResult<(Instruction, bool)> {
         let shape_at = self.at;
-        let (shape, _) = self.shape(0)?;
-        let shape_text = self.slice(shape_at, self.at).trim_end().to_string();
+        let infer = !self.shape_at(shape_at);
+        let (shape, shape_text) = if infer {
+            (Shape::Tuple(Vec::new()), String::new())
+        } else {
+            let (mut shape, _) = self.shape(0)?;
+            // A layout after a space: `f32[51,16] {0,1}`.
+            if let Shape::Array {
+                layout: layout @ None,
+                ..
+            } = &mut shape
+            {
+                let next = self.run(self.at, |c| c == b' ' || c == b'\t');
+                if next > self.at && self.byte(next) == Some(b'{') && self.layout_at(next) {
+                    self.at = next;
+                    *layout = Some(self.layout()?);
+                }
+            }
+            let text = self.slice(shape_at, self.at).trim_end().to_string();
+            (shape, text)
+        };
         self.skip_ws()?;
         let op_start = self.at;
         if !self.peek().is_some_and(is_ident_start) {
@@ -96,6 +137,20 @@ impl<'a> Parser<'a> {
         }
         self.at = self.run(op_start, is_name_byte);
         let opcode = self.slice(op_start, self.at);
+        if infer && !can_infer(opcode) {
+            let what = if depth == 0 {
+                format!("a shape such as `f32[2,3]{{1,0}}` or `(s32[], pred[])` after `%{name} =`")
+            } else {
+                "a shape such as `f32[2,3]{1,0}` before a nested instruction's opcode".to_string()
+            };
+            let found = self.found(op_start);
+            return Err(self.error(
+                op_start,
+                format!(
+                    "expected {what}, found {found} (XLA infers no result shape for this opcode)"
+                ),
+            ));
+        }
         let after = self.at;
         self.skip_ws()?;
         if self.peek() != Some(b'(') {
@@ -110,9 +165,13 @@ impl<'a> Parser<'a> {
             self.at = close + 1;
             (Vec::new(), Some(literal))
         } else {
-            (self.operands()?, None)
+            (self.operands(depth)?, None)
         };
-        let attributes = self.attributes()?;
+        let attributes = if depth == 0 {
+            self.attributes()?
+        } else {
+            Vec::new()
+        };
         let instruction = Instruction {
             name: name.to_string(),
             shape,
@@ -121,14 +180,16 @@ impl<'a> Parser<'a> {
             operands,
             literal,
             attributes,
-            is_root,
+            is_root: false,
             pos,
         };
-        Ok((instruction, name, name_at))
+        Ok((instruction, infer))
     }
 
-    /// Operands `%a, f32[2]{0} %b, c)` after the `(`, through the `)`.
-    pub(super) fn operands(&mut self) -> PResult<Vec<String>> {
+    /// Operands `%a, f32[2]{0} %b, c)` after the `(`, through the `)`. An operand may be an
+    /// instruction itself, `add(f32[] constant(1), maximum(x, y))`: it is parsed into
+    /// `self.hoisted` under a provisional name (see [`Parser::hoisted`]).
+    pub(super) fn operands(&mut self, depth: usize) -> PResult<Vec<String>> {
         let mut operands = Vec::new();
         self.skip_ws()?;
         if self.peek() == Some(b')') {
@@ -137,25 +198,50 @@ impl<'a> Parser<'a> {
         }
         loop {
             self.skip_ws()?;
-            if self.peek() == Some(b'(') || self.array_shape_at(self.at) {
+            let item_at = self.at;
+            if self.shape_at(self.at) {
                 self.shape(0)?;
                 self.skip_ws()?;
             }
-            let name = self.name("an operand name")?;
-            operands.push(name.to_string());
-            let after = self.at;
+            let mut name = self.name("an operand name")?.to_string();
+            let mut after = self.at;
             self.skip_ws()?;
+            if self.peek() == Some(b'(') {
+                // A nested instruction: what looked like a name is its opcode.
+                if depth + 1 >= MAX_DEPTH {
+                    return Err(self.error(
+                        item_at,
+                        format!("instructions nested deeper than {MAX_DEPTH} levels"),
+                    ));
+                }
+                self.at = item_at;
+                let provisional = format!("{NESTED}{}", self.nested);
+                self.nested += 1;
+                let pos = self.pos(item_at);
+                let nested = self.rhs(&provisional, pos, depth + 1)?;
+                self.hoisted.push(nested);
+                name = provisional;
+                after = self.at;
+                self.skip_ws()?;
+            }
             match self.peek() {
                 Some(b',') => self.at += 1,
                 Some(b')') => {
                     self.at += 1;
+                    operands.push(name);
                     return Ok(operands);
                 }
                 _ => {
-                    let what = format!("`,` or `)` after operand `%{name}`");
+                    let what = if name.starts_with(NESTED) {
+                        "`,` or `)` after a nested instruction (which takes no attributes)"
+                            .to_string()
+                    } else {
+                        format!("`,` or `)` after operand `%{name}`")
+                    };
                     return Err(self.expected_after(after, &what));
                 }
             }
+            operands.push(name);
         }
     }
 }

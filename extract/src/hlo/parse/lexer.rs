@@ -418,10 +418,34 @@ impl<'a> Parser<'a> {
         Ok(value)
     }
 
-    /// Whether a shape such as `f32[` (an element type directly followed by `[`) starts at
-    /// `off`.
+    /// Whether a shape such as `f32[` (an element type followed by `[`, spaces between
+    /// allowed as XLA's lexer allows them: `s32 [4]`) starts at `off`.
     pub(super) fn array_shape_at(&self, off: usize) -> bool {
+        self.array_bracket(off).is_some()
+    }
+
+    /// The offset of the `[` of a shape such as `f32[` or `s32 [` that starts at `off`.
+    pub(super) fn array_bracket(&self, off: usize) -> Option<usize> {
         let end = self.run(off, |c| c.is_ascii_alphanumeric() || c == b'_');
-        end > off && self.byte(off).is_some_and(is_ident_start) && self.byte(end) == Some(b'[')
+        let bracket = self.run(end, |c| c == b' ' || c == b'\t');
+        (end > off
+            && self.byte(off).is_some_and(is_ident_start)
+            && self.byte(bracket) == Some(b'['))
+        .then_some(bracket)
+    }
+
+    /// Whether a shape starts at `off`: an array (`f32[`), a tuple (`(`) or a buffer
+    /// (`b(f32[2])`).
+    pub(super) fn shape_at(&self, off: usize) -> bool {
+        self.byte(off) == Some(b'(') || self.array_shape_at(off) || self.buffer_at(off).is_some()
+    }
+
+    /// The offset of the `(` of a buffer shape `b(f32[2])` that starts at `off`.
+    pub(super) fn buffer_at(&self, off: usize) -> Option<usize> {
+        if self.word_at(off) != "b" {
+            return None;
+        }
+        let open = self.run(off + 1, |c| c == b' ' || c == b'\t');
+        (self.byte(open) == Some(b'(')).then_some(open)
     }
 }

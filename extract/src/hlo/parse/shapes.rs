@@ -13,15 +13,33 @@ impl<'a> Parser<'a> {
         if self.peek() == Some(b'(') {
             return self.tuple_shape(depth);
         }
+        if let Some(open) = self.buffer_at(start) {
+            // A buffer `b(shape)`: costed as the shape it holds.
+            if depth >= MAX_DEPTH {
+                return Err(self.error(
+                    start,
+                    format!("shapes nested deeper than {MAX_DEPTH} levels"),
+                ));
+            }
+            self.at = open + 1;
+            self.skip_ws()?;
+            let inner = self.shape(depth + 1)?;
+            self.skip_ws()?;
+            if self.peek() != Some(b')') {
+                return Err(self.expected(self.at, "`)` to close a buffer shape `b(...)`"));
+            }
+            self.at += 1;
+            return Ok(inner);
+        }
         let end = self.run(start, |c| c.is_ascii_alphanumeric() || c == b'_');
-        if !self.array_shape_at(start) {
+        let Some(bracket) = self.array_bracket(start) else {
             return Err(self.expected(
                 start,
                 "a shape such as `f32[2,3]{1,0}` or `(s32[], pred[])`",
             ));
-        }
+        };
         let dtype = self.slice(start, end);
-        self.at = end + 1; // past `[`
+        self.at = bracket + 1; // past `[`
         self.skip_ws()?;
         if dtype == "token" {
             if self.peek() != Some(b']') {

@@ -572,12 +572,11 @@ fn integer_overflow() {
 #[test]
 fn entry_checks() {
     fails(
-        "HloModule m\n%c {\n  ROOT %x = f32[] parameter(0)\n}\n",
-        5,
+        "HloModule m",
         1,
-        "no ENTRY computation",
+        12,
+        "no computation: a module needs an `ENTRY` computation",
     );
-    fails("HloModule m", 1, 12, "no ENTRY computation");
     fails(
             "HloModule m\n\n\nENTRY %a {\n  ROOT %x = f32[] parameter(0)\n}\n\n\nENTRY %b {\n  ROOT %x = f32[] parameter(0)\n}\n",
             9,
@@ -637,14 +636,26 @@ fn garbage_after_header() {
     fails(
         "HloModule m foo\nENTRY %e {\n  ROOT %a = f32[] parameter(0)\n}\n",
         1,
+        16,
+        "expected `{` to open the body of computation `%foo`, found end of line",
+    );
+    fails(
+        "HloModule m ]\nENTRY %e {\n  ROOT %a = f32[] parameter(0)\n}\n",
+        1,
         13,
-        "expected `,` or the end of the line after the module header, found `foo`",
+        "expected `,` or the end of the line after the module header, found `]`",
     );
     fails(
         "HloModule m, \nENTRY %e {\n}",
+        2,
+        7,
+        "expected `=` after attribute name `ENTRY`, found `%e`",
+    );
+    fails(
+        "HloModule m,",
         1,
-        14,
-        "expected an attribute name after `,`, found end of line",
+        13,
+        "expected an attribute name after `,`, found end of input",
     );
     fails(
         "HloModule\nENTRY",
@@ -659,10 +670,10 @@ fn garbage_after_header() {
         "expected `->` after the parameters of computation `%e`, found `f32`",
     );
     fails(
-        "HloModule m\nENTRY %e (p f32[]) -> f32[] {\n  ROOT %a = f32[] parameter(0)\n}\n",
+        "HloModule m\nENTRY %e (p = f32[]) -> f32[] {\n  ROOT %a = f32[] parameter(0)\n}\n",
         2,
         13,
-        "expected `:` after parameter `p`",
+        "expected `:` after parameter `p`, found `=`",
     );
     fails("HloModule m\n$ {\n}\n", 2, 1, "expected a computation");
     fails(
@@ -888,4 +899,250 @@ fn malformed_mesh_replica_groups() {
         .unwrap();
     assert_eq!(a.value, "mesh");
     assert!(a.replica_groups().is_err());
+}
+
+// ---------------------------------------------------------------- XLA's test grammar
+
+/// The shape text of instruction `name` of the entry.
+fn shape_of(m: &Module, name: &str) -> String {
+    let i = m.entry().instructions.iter().find(|i| i.name == name);
+    i.unwrap_or_else(|| panic!("no `{name}`"))
+        .shape_text
+        .clone()
+}
+
+#[test]
+fn inferred_result_shapes() {
+    let m = ok(r#"HloModule m
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = add(%x, %y)
+}
+
+ENTRY %e {
+  p = f32[2,3]{1,0} parameter(0)
+  q = f32[] parameter(1)
+  w = f32[4,3] parameter(2)
+  img = f32[1,8,8,3] parameter(3)
+  k = f32[3,3,3,16] parameter(4)
+  c = copy(p)
+  n = negate(c)
+  sum = add(p, n)
+  cmp = compare(p, n), direction=LT
+  t = tuple(p, q, cmp)
+  g = get-tuple-element(t), index=2
+  tr = transpose(p), dimensions={1,0}
+  pd = pad(p, q), padding=1_2x0_0_1
+  d = dot(p, w), lhs_contracting_dims={1}, rhs_contracting_dims={1}
+  cat = concatenate(p, p), dimensions={0}
+  r = reduce(p, q), dimensions={1}, to_apply=%add
+  rw = reduce-window(p, q), window={size=1x2 stride=1x2}, to_apply=%add
+  conv = convolution(img, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f
+  cl = call(q, q), to_apply=%add
+  b = broadcast(q), dimensions={}
+  tok = after-all()
+  ROOT out = tuple(g, tr, pd, d, cat, r, rw, conv, cl, b, tok, sum)
+}
+"#);
+    for (name, shape) in [
+        ("c", "f32[2,3]{1,0}"),
+        ("sum", "f32[2,3]"),
+        ("cmp", "pred[2,3]"),
+        ("t", "(f32[2,3]{1,0}, f32[], pred[2,3])"),
+        ("g", "pred[2,3]"),
+        ("tr", "f32[3,2]"),
+        ("pd", "f32[5,5]"),
+        ("d", "f32[2,4]"),
+        ("cat", "f32[4,3]"),
+        ("r", "f32[2]"),
+        ("rw", "f32[2,1]"),
+        ("conv", "f32[1,8,8,16]"),
+        ("cl", "f32[]"),
+        ("b", "f32[]"),
+        ("tok", "token[]"),
+    ] {
+        assert_eq!(shape_of(&m, name), shape, "{name}");
+    }
+    let e = m.entry();
+    // pred 6, transpose 24, pad 100, dot 32, concatenate 48, reduce 8, reduce-window 8,
+    // convolution 4096, call 4, broadcast 4, token 0, add 24.
+    assert_eq!(e.instructions[e.root].shape.bytes(), 4354);
+    assert_eq!(m.computations[0].instructions[2].shape_text, "f32[]");
+}
+
+#[test]
+fn shapes_that_cannot_be_inferred() {
+    // XLA infers no shape for a collective: the error says so, at the opcode.
+    fails(
+        "HloModule m\nENTRY %e {\n  p = f32[4] parameter(0)\n  ROOT a = all-reduce(p)\n}\n",
+        4,
+        12,
+        "found `all-reduce` (XLA infers no result shape for this opcode)",
+    );
+    // An inferable opcode whose operands do not allow it: the instruction's line and column.
+    fails(
+        "HloModule m\nENTRY %e {\n  p = f32[4] parameter(0)\n  ROOT g = get-tuple-element(p), index=0\n}\n",
+        4,
+        3,
+        "cannot infer the result shape of `%g` (get-tuple-element): the operand is not a tuple",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  p = (f32[4]) parameter(0)\n  ROOT g = get-tuple-element(p), index=3\n}\n",
+        4,
+        3,
+        "index 3 is out of the operand's 1 elements",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT t = tuple(later)\n  later = f32[] parameter(0)\n}\n",
+        3,
+        3,
+        "operand `%later` is not defined before it",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  p = f32[] parameter(0)\n  ROOT c = call(p), to_apply=%nowhere\n}\n",
+        4,
+        3,
+        "computation `%nowhere` is not defined before it",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT c = constant(1)\n}\n",
+        3,
+        12,
+        "expected a shape such as `f32[2,3]{1,0}` or `(s32[], pred[])` after `%c =`, found `constant`",
+    );
+}
+
+#[test]
+fn last_computation_is_the_entry_without_entry() {
+    let m = ok("HloModule m\n%a {\n  ROOT %x = f32[] parameter(0)\n}\n%b {\n  ROOT %y = f32[2] parameter(0)\n}\n");
+    assert_eq!(m.entry, 1);
+    assert_eq!(m.entry().name, "b");
+    assert!(m.entry().is_entry && !m.computations[0].is_entry);
+}
+
+#[test]
+fn nested_instruction_operands() {
+    let m = ok(r#"HloModule m
+ENTRY %e {
+  x = bf16[] parameter(0)
+  maximum.anon = bf16[] parameter(1)
+  ROOT r = bf16[] add(maximum(x, bf16[] constant(-448)), f32[] convert(maximum(x, x)))
+}
+"#);
+    let e = m.entry();
+    let names: Vec<&str> = e.instructions.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "x",
+            "maximum.anon",
+            "constant.anon",
+            "maximum.anon.1",
+            "maximum.anon.2",
+            "convert.anon",
+            "r"
+        ]
+    );
+    let i = |n: &str| e.instructions.iter().find(|i| i.name == n).unwrap();
+    assert_eq!(i("constant.anon").literal.as_deref(), Some("-448"));
+    assert_eq!(i("constant.anon").shape_text, "bf16[]");
+    assert_eq!(i("maximum.anon.1").operands, ["x", "constant.anon"]);
+    assert_eq!(i("maximum.anon.1").shape_text, "bf16[]");
+    assert_eq!(i("convert.anon").operands, ["maximum.anon.2"]);
+    assert_eq!(i("r").operands, ["maximum.anon.1", "convert.anon"]);
+    assert_eq!(e.root, 6);
+    // A nested instruction takes no attributes; its errors name line and column.
+    fails(
+        "HloModule m\nENTRY %e {\n  x = f32[] parameter(0)\n  ROOT r = f32[] add(x, negate(x), foo=1)\n}\n",
+        4,
+        39,
+        "expected `,` or `)` after operand `%foo`, found `=`",
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  x = f32[] parameter(0)\n  ROOT r = f32[] add(x, negate(x x))\n}\n",
+        4,
+        34,
+        "expected `,` or `)` after operand `%x`, found `x`",
+    );
+    // Deep nesting is bounded, not a stack overflow.
+    let deep = format!(
+        "HloModule m\nENTRY %e {{\n  x = f32[] parameter(0)\n  ROOT r = {}x{}\n}}\n",
+        "negate(".repeat(5000),
+        ")".repeat(5000)
+    );
+    let (_, _, message) = err(&deep);
+    assert!(message.contains("nested deeper than"), "{message}");
+}
+
+#[test]
+fn header_attributes_over_several_lines() {
+    let m = ok("HloModule t,\n    entry_computation_layout={(f32[2]{0})->f32[2]{0}},\n    replica_count=2\n\nENTRY %e {\n  ROOT p = f32[2] parameter(0)\n}\n");
+    let names: Vec<&str> = m.attributes.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["entry_computation_layout", "replica_count"]);
+    // `HloModule name:` and a computation on the header's line, as XLA's tests write them.
+    let m = ok("HloModule m:\nENTRY %e {\n  ROOT p = f32[2] parameter(0)\n}\n");
+    assert_eq!(m.name, "m");
+    let m = ok("HloModule m ENTRY e { ROOT c = f16[] constant(1) }");
+    assert_eq!(m.entry().name, "e");
+}
+
+#[test]
+fn attribute_value_on_the_next_line() {
+    let m = ok("HloModule m\n%c {\n  ROOT p = f32[] parameter(0)\n}\nENTRY %e {\n  p = f32[] parameter(0)\n  ROOT r = f32[] call(p), to_apply=\n    %c\n}\n");
+    let a = m.entry().instructions[1].attribute("to_apply").unwrap();
+    assert_eq!(a.value, "%c");
+    assert_eq!((a.pos.line, a.pos.column), (8, 5));
+}
+
+#[test]
+fn loose_shape_syntax() {
+    let m = ok(r#"HloModule m
+ENTRY %conv (input f32[1,3]{1,0}, k: s32 [4]) -> f32[3,1] {
+  input = f32[1,3]{1,0} parameter(0)
+  k = s32 [4] parameter(1)
+  buf = b(f32[2,4]) custom-call(), custom_call_target="CreateBuffer"
+  cc = f32[2,3] custom-call(input), custom_call_target="SetBound", literal=s32[] 1
+  cc2 = f32[2,3] custom-call(input), custom_call_target="x", literal=s32[2]{0} {1, 2}
+  ROOT bitcast = f32[3, 1] {0, 1} bitcast(input)
+}
+"#);
+    let e = m.entry();
+    assert_eq!(e.signature, "(input f32[1,3]{1,0}, k: s32 [4]) -> f32[3,1]");
+    assert_eq!(e.instructions[1].shape, array("s32", &[4], None));
+    assert_eq!(e.instructions[2].shape, array("f32", &[2, 4], None));
+    assert_eq!(e.instructions[2].shape_text, "b(f32[2,4])");
+    assert_eq!(
+        e.instructions[3].attribute("literal").unwrap().value,
+        "s32[] 1"
+    );
+    assert_eq!(
+        e.instructions[4].attribute("literal").unwrap().value,
+        "s32[2]{0} {1, 2}"
+    );
+    assert_eq!(
+        e.instructions[5].shape,
+        array("f32", &[3, 1], Some(&[0, 1]))
+    );
+    fails(
+        "HloModule m\nENTRY %e {\n  ROOT b = b(f32[2] custom-call()\n}\n",
+        3,
+        21,
+        "expected `)` to close a buffer shape `b(...)`, found `custom-call`",
+    );
+}
+
+#[test]
+fn inferred_shapes_cannot_grow_exponentially() {
+    let mut text = String::from("HloModule m\nENTRY %e {\n  t0 = f32[] parameter(0)\n");
+    for k in 1..80 {
+        text.push_str(&format!("  t{k} = tuple(t{0}, t{0})\n", k - 1));
+    }
+    text.push_str("}\n");
+    let (line, _, message) = err(&text);
+    assert!(
+        line < 30 && message.contains("too many elements"),
+        "{line}: {message}"
+    );
 }
