@@ -486,7 +486,7 @@ fn names_and_settings_are_checked() {
         assert!(matches!(e, GraphError::InvalidModel { .. }), "{bad}");
     }
     // Measured (docs/fidelity.md, section 2); the a800 profiles keep the assumed 1.1.
-    assert_eq!(Hardware::h100().contention, 1.44);
+    assert_eq!(Hardware::h100().contention, 1.45);
     assert_eq!(Hardware::a800().contention, 1.1);
     assert_eq!(Hardware::a800_pcie().contention, 1.1);
     assert_eq!(
