@@ -63,7 +63,7 @@ enum IntraModel {
 /// docs for every formula, constant and source).
 ///
 /// With the `serde` feature a profile serialises as what makes it: `{"name": "h100",
-/// "gpus_per_node": 8, "contention": 1.44}`; reading one rebuilds the named profile
+/// "gpus_per_node": 8, "contention": 1.45}`; reading one rebuilds the named profile
 /// ([`Hardware::by_name`]) with those settings, checked as [`Hardware::with_gpus_per_node`] and
 /// [`Hardware::with_contention`] check them. Every other constant follows from the name.
 #[derive(Clone, Debug, PartialEq)]
@@ -74,7 +74,7 @@ pub struct Hardware {
     /// bandwidth is shared by this many GPUs.
     pub gpus_per_node: u32,
     /// How many times slower compute ops run while a collective runs (>= 1; the simulator
-    /// applies it). `h100`: 1.44, measured on a GPU (`docs/fidelity.md`); `a800` and
+    /// applies it). `h100`: 1.45, measured on a GPU (`docs/fidelity.md`); `a800` and
     /// `a800-pcie`: 1.1, an assumption. See the module docs.
     pub contention: f64,
     description: &'static str,
