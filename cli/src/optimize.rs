@@ -45,6 +45,17 @@ pub(crate) struct OptimizeArgs {
     /// the graph (decomposition or fusion have no HLO form here).
     #[arg(long, value_name = "FILE")]
     pub(crate) emit_hlo: Option<PathBuf>,
+    /// Write concerto's cost model as an XLA PGLE profile (`ProfiledInstructionsProto` text;
+    /// name it `.pbtxt`) for the input module's own instruction names: every kernel's cost and
+    /// every async pair's latency (`concerto_extract::hlo::pgle`). Give it to XLA with
+    /// `--xla_gpu_pgle_profile_file_or_directory_path` so its scheduler plans with these costs.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) emit_pgle: Option<PathBuf>,
+    /// Write a second PGLE profile, the same costs but each collective's latency the compute
+    /// concerto's plan runs under it (not its duration): it steers XLA's scheduler towards
+    /// concerto's overlaps.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) emit_pgle_steer: Option<PathBuf>,
     /// Re-simulate every plan with durations perturbed by up to +-PCT % (seeded).
     #[arg(long, value_name = "PCT")]
     pub(crate) noise: Option<f64>,
@@ -125,6 +136,9 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         Some(path) => Some(emit_hlo(args, &r, path)?),
         None => None,
     };
+    if args.emit_pgle.is_some() || args.emit_pgle_steer.is_some() {
+        eprintln!("{}", emit_pgle(args, &r)?);
+    }
     if args.json {
         if let Some(line) = &emitted {
             eprintln!("{line}");
@@ -365,4 +379,38 @@ fn emit_hlo(
         ms(checked.replay.makespan),
         ms(checked.plan_ns),
     ))
+}
+
+/// `--emit-pgle` and `--emit-pgle-steer`: write the PGLE profile of the input module, and
+/// the one steered by concerto's plan; returns the line to print.
+fn emit_pgle(args: &OptimizeArgs, r: &concerto_pipeline::Report) -> Result<String, Failure> {
+    use concerto_extract::hlo::pgle::PgleProfile;
+    if !concerto_extract::read::is_hlo(&args.graph) {
+        return Err(anyhow::anyhow!(
+            "--emit-pgle needs an XLA HLO text module as input, not {}",
+            args.graph.display()
+        )
+        .into());
+    }
+    let module = concerto_extract::read::read_module(&args.graph)?;
+    let durations = &r.schedule.durations;
+    let mut p = PgleProfile::new(&module, &r.graph, durations);
+    let mut line = format!(
+        "pgle         {} costs, {} latencies",
+        p.costs.len(),
+        p.latencies.len()
+    );
+    if let Some(path) = &args.emit_pgle {
+        write(path, &p.to_text())?;
+        line += &format!("; wrote {}", path.display());
+    }
+    if let Some(path) = &args.emit_pgle_steer {
+        let n = p.steer(&r.graph, durations, &r.schedule.concerto().timeline);
+        write(path, &p.to_text())?;
+        line += &format!(
+            "; wrote {} ({n} latencies steered to the compute concerto's plan overlaps)",
+            path.display()
+        );
+    }
+    Ok(line)
 }

@@ -11,6 +11,7 @@ pub mod ast;
 pub mod export;
 pub mod lower;
 mod parse;
+pub mod pgle;
 
 pub use ast::{Attribute, Computation, Instruction, Module, Pos, ReplicaGroups, Shape};
 pub use export::{
