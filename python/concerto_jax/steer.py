@@ -1,0 +1,359 @@
+"""Steers XLA's GPU scheduler with concerto's plan, and compares the two schedulers under the
+same costs.
+
+Usage (the interpreter of ``scripts/pyenv-xla-gpu``; a built ``concerto`` binary from
+``CONCERTO_BIN``, default ``~/.cache/concerto-target/release/concerto``)::
+
+    py=$(./scripts/pyenv-xla-gpu | tail -n1)
+    # one step of concerto_jax.compile_gpu (dp|tp|fsdp|mix|moe, same step options)
+    PYTHONPATH=python $py -m concerto_jax.steer --parallel tp --gemm cublas --out DIR \\
+        [--layers 4 --d-model 1024 ...]
+    # every module of compile_gpu's corpus: the table of docs/xla-steering.md
+    PYTHONPATH=python $py -m concerto_jax.steer --corpus --out DIR [--only NAME ...]
+
+From Python, for a jitted step and abstract arguments sharded over compile-only H100 devices
+(:func:`h100_devices`)::
+
+    from concerto_jax.steer import optimize
+    r = optimize(jitted_step, *abstract_args, out="steer-out")
+    fast = jax.jit(step, ..., compiler_options=r.compiler_options)
+
+What :func:`optimize` does, deviceless (XLA's CUDA compiler for 8 H100s, as
+:mod:`concerto_jax.compile_gpu`):
+
+1. **xla**: compiles the step as XLA does by default and writes the module the GPU runs
+   (``compiled.as_text()``: XLA's after-optimizations module, ``is_scheduled=true``).
+2. ``concerto optimize MODULE --json --emit-pgle costs.pbtxt --emit-pgle-steer steer.pbtxt``:
+   concerto's plan for that module, simulated, beside XLA's own schedule (``xla``), and two
+   PGLE profiles (``ProfiledInstructionsProto`` text) naming the module's own instructions:
+   ``costs.pbtxt`` is concerto's cost model (every kernel's duration, every collective's
+   duration as its latency); ``steer.pbtxt`` the same kernels with each collective's latency
+   set to the compute concerto's plan runs under it.
+3. **xla-pgle**: compiles again with ``xla_gpu_pgle_profile_file_or_directory_path=costs.pbtxt``
+   (and ``xla_gpu_pgle_accuracy_checker=PGLE_STRICTNESS_LEVEL_ERROR``, so a name XLA does not
+   find fails the compile): XLA's latency-hiding scheduler searches with concerto's costs.
+4. **xla-steered**: compiles with ``steer.pbtxt``: XLA's scheduler with the plan's overlaps as
+   its latencies.
+5. Imports each recompiled module into concerto and simulates XLA's schedule in it (its
+   ``xla_ns``) with concerto's costs, so all four rows are the same simulator on the same
+   costs; and, per collective, compares the compute kernels that run under it in XLA's
+   schedule with those of concerto's plan (both from ``concerto optimize --trace``).
+
+``compiler_options`` of the result is what to give ``jax.jit(..., compiler_options=...)`` (or
+``lowered.compile(...)``) to run XLA's best schedule of the two profiles: the profile stays in
+``out``.
+
+Scheduling groups (``_scheduling_group_id``) and control dependencies are not used: from JAX the
+group attribute reaches only the async collectives (not the fusions whose order the plan
+changes), and a control dependency needs the HLO before XLA's scheduler, which jaxlib's compile
+(StableHLO only) does not take; see docs/xla-steering.md for what was measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import time
+
+#: Options every compile here passes: strict PGLE (a profile name XLA misses is an error).
+STRICT = {"xla_gpu_pgle_accuracy_checker": "PGLE_STRICTNESS_LEVEL_ERROR"}
+PGLE_KEY = "xla_gpu_pgle_profile_file_or_directory_path"
+
+
+def concerto_bin() -> str:
+    """The concerto binary: ``$CONCERTO_BIN`` or ``~/.cache/concerto-target/release/concerto``."""
+    return os.environ.get("CONCERTO_BIN") or os.path.expanduser(
+        "~/.cache/concerto-target/release/concerto"
+    )
+
+
+def setup_env() -> None:
+    """The environment of a deviceless compile (before jax is imported)."""
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    os.environ["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def h100_devices():
+    """The 8 compile-only H100 devices of :mod:`concerto_jax.compile_gpu`'s topology."""
+    setup_env()
+    from jax.experimental import topologies
+
+    from concerto_jax.compile_gpu import TOPOLOGY, TOPOLOGY_NAME, h100_target_config
+
+    topo = topologies.get_topology_desc(
+        platform="cuda", topology_name=TOPOLOGY_NAME,
+        target_config=h100_target_config(), topology=TOPOLOGY,
+    )  # fmt: skip
+    return list(topo.devices)
+
+
+def run_concerto(module: str, *extra: str, time_limit: float | None = None) -> dict:
+    """``concerto optimize MODULE --json EXTRA...``: the JSON summary (``xla_ns``,
+    ``optimized_ns``, ``lower_bound_ns`` ...)."""
+    cmd = [concerto_bin(), "optimize", module, "--json", *extra]
+    if time_limit is not None:
+        cmd += ["--time-limit", str(time_limit)]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({r.returncode}):\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout)
+
+
+def trace_timelines(path: str) -> dict[str, list[tuple[str, str, float, float]]]:
+    """Every scheduler's timeline in a ``concerto optimize --trace`` file: ``{scheduler:
+    [(op, stream, start_us, end_us)]}``."""
+    with open(path) as f:
+        d = json.load(f)
+    ev = d["traceEvents"] if isinstance(d, dict) else d
+    procs = {e["pid"]: e["args"]["name"].split(" ")[0] for e in ev if e.get("name") == "process_name"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
+               if e.get("name") == "thread_name"}  # fmt: skip
+    out: dict[str, list] = {}
+    for e in ev:
+        if e.get("ph") == "X":
+            out.setdefault(procs[e["pid"]], []).append(
+                (e["name"], threads[(e["pid"], e["tid"])], e["ts"], e["ts"] + e["dur"]))
+    return out
+
+
+def overlaps(timeline: list[tuple[str, str, float, float]]) -> dict[str, frozenset[str]]:
+    """The compute kernels that start while each collective runs, by collective."""
+    comp = [(n, a) for n, s, a, _ in timeline if s == "compute"]
+    return {n: frozenset(c for c, ca in comp if a <= ca < b)
+            for n, s, a, b in timeline if s.startswith("comm")}  # fmt: skip
+
+
+def overlap_match(plan: dict[str, frozenset], other: dict[str, frozenset]) -> dict:
+    """How far ``other``'s overlaps follow ``plan``'s: the share of collectives with exactly
+    the plan's kernels under them, the mean Jaccard similarity of the kernel sets (1 for two
+    empty sets), and the share of the plan's overlapped kernels that are under the same
+    collective in ``other``."""
+    names = sorted(plan)
+    same = jac = 0.0
+    kept = total = 0
+    for n in names:
+        a, b = plan[n], other.get(n, frozenset())
+        same += a == b
+        jac += 1.0 if not a and not b else len(a & b) / len(a | b)
+        kept += len(a & b)
+        total += len(a)
+    k = max(1, len(names))
+    return {"collectives": len(names), "exact": same / k, "jaccard": jac / k,
+            "kernels_kept": kept / total if total else 1.0}  # fmt: skip
+
+
+def placement(plan: dict[str, frozenset], timeline: list[tuple[str, str, float, float]]
+              ) -> dict[str, int]:  # fmt: skip
+    """Where the kernels the plan runs under each collective run in another schedule's
+    ``timeline``: under the same collective (``under``), before its start (``before``: XLA
+    ran the kernel earlier) or after its end (``after``: the plan hoisted the kernel above the
+    point where the other scheduler placed it, typically across the collective's done)."""
+    span = {n: (a, b) for n, s, a, b in timeline if s.startswith("comm")}
+    start = {n: a for n, s, a, _ in timeline if s == "compute"}
+    out = {"under": 0, "before": 0, "after": 0}
+    for c, kernels in plan.items():
+        a, b = span.get(c, (0.0, 0.0))
+        for k in kernels:
+            t = start.get(k)
+            if t is None:
+                continue
+            out["under" if a <= t < b else "before" if t < a else "after"] += 1
+    return out
+
+
+@dataclasses.dataclass
+class Steered:
+    """What :func:`optimize` found; times in ns, simulated by concerto with its costs."""
+
+    name: str
+    xla_ns: int
+    xla_pgle_ns: int
+    xla_steered_ns: int
+    concerto_ns: int
+    bound_ns: int
+    match_xla: dict
+    match_pgle: dict
+    match_steered: dict
+    placement_steered: dict
+    files: dict
+    compiler_options: dict
+    compile_seconds: dict
+
+    def recovered(self, ns: int) -> float | None:
+        """Share of concerto's gain over ``xla`` that a schedule of ``ns`` recovers."""
+        gain = self.xla_ns - self.concerto_ns
+        return (self.xla_ns - ns) / gain if gain > 0 else None
+
+    def report(self) -> str:
+        """Before/after, one line each."""
+        ms = lambda ns: f"{ns / 1e6:.3f} ms"  # noqa: E731
+        rows = [("xla (XLA's own costs)", self.xla_ns, self.match_xla),
+                ("xla-pgle (concerto's costs)", self.xla_pgle_ns, self.match_pgle),
+                ("xla-steered (plan latencies)", self.xla_steered_ns, self.match_steered),
+                ("concerto (its plan)", self.concerto_ns, None)]  # fmt: skip
+        out = [f"{self.name}: simulated with concerto's costs; bound {ms(self.bound_ns)}"]
+        for label, ns, m in rows:
+            rec = self.recovered(ns)
+            extra = "" if m is None else (
+                f"  overlaps as the plan: {m['exact']:.0%} of {m['collectives']} collectives"
+                f" (Jaccard {m['jaccard']:.2f})")  # fmt: skip
+            gain = "" if rec is None or m is None else f"  recovers {rec:.0%} of concerto's gain"
+            out.append(f"  {label:30s} {ms(ns):>11s}{gain}{extra}")
+        out.append(f"  jax.jit(..., compiler_options={json.dumps(self.compiler_options)})")
+        return "\n".join(out)
+
+
+def optimize(jitted, *args, out: str, name: str = "step", gemm: str = "triton",
+             mesh=None, time_limit: float | None = None, compiler_options: dict | None = None
+             ) -> Steered:  # fmt: skip
+    """Compiles ``jitted`` on ``args`` (abstract arguments sharded over the compile-only
+    devices, :func:`h100_devices`), optimises it with concerto, recompiles it with concerto's
+    costs and with the steering profile, and simulates all of them (module docs). ``gemm``
+    ``cublas`` compiles dots to cuBLAS (``xla_gpu_enable_triton_gemm=False``); ``mesh`` is
+    only reported. Writes into ``out``: ``<name>.gpu.hlo`` (XLA's default),
+    ``<name>.costs.pbtxt``, ``<name>.steer.pbtxt``, ``<name>.pgle.gpu.hlo``,
+    ``<name>.steered.gpu.hlo`` and ``<name>.json`` (the result)."""
+    os.makedirs(out, exist_ok=True)
+    base_opts = dict(compiler_options or {})
+    if gemm == "cublas":
+        base_opts["xla_gpu_enable_triton_gemm"] = False
+    lowered = jitted.trace(*args).lower()
+    path = lambda suffix: os.path.join(out, f"{name}{suffix}")  # noqa: E731
+    seconds = {}
+
+    def compile_to(suffix: str, opts: dict) -> str:
+        t = time.perf_counter()
+        text = lowered.compile(opts).as_text()
+        seconds[suffix] = round(time.perf_counter() - t, 2)
+        with open(path(suffix), "w") as f:
+            f.write(text)
+        return path(suffix)
+
+    base = compile_to(".gpu.hlo", base_opts)
+    costs, steer = path(".costs.pbtxt"), path(".steer.pbtxt")
+    trace0 = path(".trace.json")
+    r0 = run_concerto(base, "--emit-pgle", costs, "--emit-pgle-steer", steer, "--trace", trace0,
+                      time_limit=time_limit)  # fmt: skip
+    pgle = compile_to(".pgle.gpu.hlo", {**base_opts, **STRICT, PGLE_KEY: costs})
+    steered = compile_to(".steered.gpu.hlo", {**base_opts, **STRICT, PGLE_KEY: steer})
+    t0 = trace_timelines(trace0)
+    plan = overlaps(t0["concerto"])
+    res = {}
+    for key, mod in (("pgle", pgle), ("steered", steered)):
+        tr = path(f".{key}.trace.json")
+        # The recompiled module's own schedule is all this needs: a short search.
+        r = run_concerto(mod, "--trace", tr, time_limit=2.0)
+        tl = trace_timelines(tr)["xla"]
+        res[key] = (r, overlaps(tl), tl)
+        if res[key][0]["ops"] != r0["ops"] or res[key][0]["collectives"] != r0["collectives"]:
+            raise RuntimeError(f"{mod}: {res[key][0]['ops']} ops, {base}: {r0['ops']}: "
+                               "the recompiled module is another graph")  # fmt: skip
+    best = min(("pgle", costs), ("steered", steer), key=lambda kv: res[kv[0]][0]["xla_ns"])
+    s = Steered(
+        name=name,
+        xla_ns=r0["xla_ns"],
+        xla_pgle_ns=res["pgle"][0]["xla_ns"],
+        xla_steered_ns=res["steered"][0]["xla_ns"],
+        concerto_ns=r0["optimized_ns"],
+        bound_ns=r0["lower_bound_ns"],
+        match_xla=overlap_match(plan, overlaps(t0["xla"])),
+        match_pgle=overlap_match(plan, res["pgle"][1]),
+        match_steered=overlap_match(plan, res["steered"][1]),
+        placement_steered=placement(plan, res["steered"][2]),
+        files={"xla": base, "costs": costs, "steer": steer, "pgle": pgle, "steered": steered},
+        compiler_options={**base_opts, PGLE_KEY: os.path.abspath(best[1])},
+        compile_seconds=seconds,
+    )
+    meta = dataclasses.asdict(s)
+    meta["mesh"] = None if mesh is None else {k: int(v) for k, v in mesh.shape.items()}
+    meta["ops"], meta["collectives"] = r0["ops"], r0["collectives"]
+    with open(path(".json"), "w") as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+        f.write("\n")
+    return s
+
+
+def build(argv: list[str]):
+    """``(name, jitted, args, gemm, mesh)`` of a :mod:`concerto_jax.compile_gpu` step."""
+    from concerto_jax import compile_gpu as cg
+    from concerto_jax import dump
+
+    a, rest = cg.parse_args(["--out", "-", *argv])
+    s = cg.step_args(a, rest)
+    data, model = cg.sizes(s)
+    import jax
+
+    jax.config.update("jax_use_shardy_partitioner", s.partitioner == "shardy")
+    devices = h100_devices()
+    if s.parallel == "moe":
+        import numpy as np
+        from jax.sharding import Mesh
+
+        from concerto_jax.gpu_models import jit_moe_step
+
+        mesh = Mesh(np.array(devices[: s.devices]), ("expert",))
+        jitted, args = jit_moe_step(s, mesh, donate=True)
+    else:
+        mesh = dump.make_mesh(s, data, model, devices)
+        jitted, args = dump.jit_step(s, mesh, data, donate=True)
+    return cg.module_name(a, s, data, model), jitted, args, a.gemm, mesh
+
+
+def table(results: list[dict]) -> str:
+    """The markdown table of docs/xla-steering.md."""
+    head = ("| module | ops | coll. | xla | xla-pgle | xla-steered | concerto | bound | "
+            "steered recovers | overlaps as plan (xla / pgle / steered) | "
+            "plan's overlapped kernels in steered: under / earlier / later |")  # fmt: skip
+    lines = [head, "|" + "---|" * 11]
+    for r in results:
+        gain = r["xla_ns"] - r["concerto_ns"]
+        rec = f"{(r['xla_ns'] - r['xla_steered_ns']) / gain:.0%}" if gain > 0 else "-"
+        m = lambda k: f"{r[k]['exact']:.0%}"  # noqa: E731
+        ms = lambda k: f"{r[k] / 1e6:.3f}"  # noqa: E731
+        pl = r["placement_steered"]
+        lines.append(
+            f"| {r['name']} | {r['ops']} | {r['collectives']} | {ms('xla_ns')} | "
+            f"{ms('xla_pgle_ns')} | {ms('xla_steered_ns')} | {ms('concerto_ns')} | "
+            f"{ms('bound_ns')} | {rec} | {m('match_xla')} / {m('match_pgle')} / "
+            f"{m('match_steered')} | {pl['under']} / {pl['before']} / {pl['after']} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point; returns the process exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    p = argparse.ArgumentParser(prog="concerto_jax.steer", description=__doc__.split("\n")[0])
+    p.add_argument("--out", required=True)
+    p.add_argument("--corpus", action="store_true", help="every module of compile_gpu's corpus")
+    p.add_argument("--only", action="append", default=[], help="corpus: only these names")
+    p.add_argument("--time-limit", type=float, default=None, help="concerto's (default its own)")
+    a, rest = p.parse_known_args(argv)
+    setup_env()
+    if a.corpus:
+        from concerto_jax.compile_gpu import corpus_jobs
+
+        jobs = [(n, j) for n, j in corpus_jobs() if not a.only or n in a.only]
+    else:
+        jobs = [(None, rest)]
+    results = []
+    for _, job in jobs:
+        name, jitted, args, gemm, mesh = build(job)
+        s = optimize(jitted, *args, out=a.out, name=name, gemm=gemm, mesh=mesh,
+                     time_limit=a.time_limit)  # fmt: skip
+        print(s.report(), flush=True)
+        with open(os.path.join(a.out, f"{name}.json")) as f:
+            results.append(json.load(f))
+    if a.corpus:
+        with open(os.path.join(a.out, "table.md"), "w") as f:
+            f.write(table(results) + "\n")
+        print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Steering XLA's scheduler with concerto's plan (:mod:`concerto_jax.steer`), end to end on
+one small step compiled deviceless for 8 H100s.
+
+Run with the interpreter ``scripts/pyenv-xla-gpu`` prints (jax with the CUDA 12 plugin) and a
+built concerto binary (``CONCERTO_BIN``, default ``~/.cache/concerto-target/release/concerto``)::
+
+    py=$(./scripts/pyenv-xla-gpu | tail -n1)
+    PYTHONPATH=python $py -m unittest python/tests/test_steer.py
+
+``SteerTest`` compiles a 1-layer tensor-parallel GPT step three times (XLA's default, with
+concerto's costs as a PGLE profile, with the steering profile; about 30 s on 2 cores). It is
+skipped, with the reason printed, where the CUDA plugin (``jax_plugins.xla_cuda12``) is not
+importable (the CPU-only environment of ``scripts/pyenv``) or the binary is missing.
+``OverlapTest`` checks the overlap measure and needs neither.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PYTHON = os.path.dirname(HERE)
+sys.path.insert(0, PYTHON)
+
+from concerto_jax.steer import concerto_bin, overlap_match, overlaps  # noqa: E402
+
+
+def cuda_plugin() -> bool:
+    try:
+        return importlib.util.find_spec("jax_plugins.xla_cuda12") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+class OverlapTest(unittest.TestCase):
+    def test_overlaps_and_match(self):
+        plan_tl = [("ar", "comm.intra-node", 10.0, 20.0), ("a", "compute", 0.0, 10.0),
+                   ("b", "compute", 10.0, 15.0), ("c", "compute", 15.0, 25.0),
+                   ("ag", "comm.intra-node", 30.0, 31.0)]  # fmt: skip
+        plan = overlaps(plan_tl)
+        self.assertEqual(plan, {"ar": frozenset({"b", "c"}), "ag": frozenset()})
+        other = {"ar": frozenset({"b"}), "ag": frozenset()}
+        m = overlap_match(plan, other)
+        self.assertEqual(m["exact"], 0.5)
+        self.assertAlmostEqual(m["jaccard"], 0.75)
+        self.assertEqual(m["kernels_kept"], 0.5)
+        self.assertEqual(overlap_match(plan, plan)["exact"], 1.0)
+
+
+@unittest.skipUnless(cuda_plugin(), "the CUDA plugin (jax_plugins.xla_cuda12) is not importable: "
+                     "run with the interpreter of scripts/pyenv-xla-gpu")  # fmt: skip
+@unittest.skipUnless(os.path.exists(concerto_bin()), f"no concerto binary at {concerto_bin()} "
+                     "(cargo build --release -p concerto-cli, or set CONCERTO_BIN)")  # fmt: skip
+class SteerTest(unittest.TestCase):
+    def test_one_step_end_to_end(self):
+        """The helper a JAX user runs, in a child process (XLA reads its flags once)."""
+        with tempfile.TemporaryDirectory() as out:
+            env = dict(os.environ, PYTHONPATH=PYTHON)
+            env.pop("XLA_FLAGS", None)
+            cmd = [sys.executable, "-m", "concerto_jax.steer", "--out", out, "--parallel", "tp",
+                   "--gemm", "cublas", "--layers", "1", "--d-model", "256", "--heads", "8",
+                   "--seq", "128", "--batch", "8", "--vocab", "1024", "--time-limit", "3"]  # fmt: skip
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+            self.assertEqual(r.returncode, 0, r.stderr[-4000:])
+            print(r.stdout)
+            name = "gpt_tp8_l1_cublas"
+            with open(os.path.join(out, f"{name}.json")) as f:
+                meta = json.load(f)
+            self.assertGreater(meta["collectives"], 0)
+            # The same simulator and costs for every row; concerto's plan is never longer than
+            # XLA's schedules, and no plan beats the bound.
+            for k in ("xla_ns", "xla_pgle_ns", "xla_steered_ns"):
+                self.assertLessEqual(meta["concerto_ns"], meta[k], k)
+            self.assertLessEqual(meta["bound_ns"], meta["concerto_ns"])
+            # The profiles name the compiled module's instructions: XLA compiled with them
+            # under PGLE_STRICTNESS_LEVEL_ERROR (a missed name fails the compile).
+            for key in ("costs", "steer"):
+                with open(meta["files"][key]) as f:
+                    text = f.read()
+                self.assertIn("costs { name: ", text)
+                self.assertIn("latencies { source: ", text)
+            for key in ("pgle", "steered"):
+                with open(meta["files"][key]) as f:
+                    self.assertTrue(f.readline().startswith("HloModule jit_step, is_scheduled=true"))
+            opts = meta["compiler_options"]
+            self.assertTrue(os.path.exists(opts["xla_gpu_pgle_profile_file_or_directory_path"]))
+            self.assertIn("overlaps as the plan", r.stdout)
+
+    def test_profile_missing_a_name_is_an_error(self):
+        """What makes the strict compile a check: XLA rejects a profile that misses a name."""
+        code = r"""
+import os, sys
+from concerto_jax import steer
+steer.setup_env()
+import jax, jax.numpy as jnp
+from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+import numpy as np
+devs = steer.h100_devices()
+mesh = Mesh(np.array(devs), ("x",))
+sh = NamedSharding(mesh, P("x", None))
+f = jax.jit(lambda a, b: jnp.tanh(a @ b.T).sum(0), in_shardings=(sh, sh))
+args = [jax.ShapeDtypeStruct((1024, 512), jnp.bfloat16, sharding=sh)] * 2
+lowered = f.trace(*args).lower()
+text = lowered.compile().as_text()
+path = os.path.join(sys.argv[1], "m.gpu.hlo")
+open(path, "w").write(text)
+import subprocess
+prof = os.path.join(sys.argv[1], "p.pbtxt")
+subprocess.run([steer.concerto_bin(), "optimize", path, "--json", "--emit-pgle", prof],
+               check=True, capture_output=True)
+lines = open(prof).read().splitlines()
+assert any(l.startswith("latencies") for l in lines), lines
+opts = {**steer.STRICT, steer.PGLE_KEY: prof}
+lowered.compile(opts)  # every name found
+bad = os.path.join(sys.argv[1], "bad.pbtxt")
+open(bad, "w").write("\n".join(lines[1:]) + "\n")  # the first kernel's cost left out
+try:
+    lowered.compile({**steer.STRICT, steer.PGLE_KEY: bad})
+except Exception as e:
+    print("REJECTED", str(e)[:200])
+"""
+        with tempfile.TemporaryDirectory() as out:
+            env = dict(os.environ, PYTHONPATH=PYTHON)
+            env.pop("XLA_FLAGS", None)
+            r = subprocess.run([sys.executable, "-c", code, out], capture_output=True, text=True,
+                               env=env, timeout=600)  # fmt: skip
+            self.assertEqual(r.returncode, 0, r.stderr[-4000:])
+            self.assertIn("REJECTED", r.stdout)
+            self.assertIn("missing instructions", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
