@@ -4,7 +4,8 @@
 //! Besides the counts and durations it prints the module's memory ([`memory`]): the resident
 //! bytes (the entry parameters), the step's outputs (what reaches the entry's root), the peak
 //! of the program order (the module's own order, simulated with the hardware's durations and
-//! contention) and a peak no order can go below ([`memory::peak_lower_bound`]).
+//! contention) and a peak no order can go below ([`memory::peak_lower_bound`]); for a
+//! scheduled module (XLA's compiled modules), its own schedule's simulated makespan and peak.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -64,6 +65,14 @@ struct ImportJson {
     peak_memory_bytes: u64,
     /// A peak no order can go below ([`memory::peak_lower_bound`]).
     peak_lower_bound_bytes: u64,
+    /// The module's own schedule (XLA's, for a compiled module), run as XLA's GPU runtime
+    /// runs it ([`concerto_extract::hlo::sequence_plan`]): its simulated makespan and the
+    /// memory model's peak for it; absent for an unscheduled module.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schedule_ns: Option<u64>,
+    /// See [`ImportJson::schedule_ns`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    schedule_peak_bytes: Option<u64>,
     warnings: Vec<String>,
     time_s: f64,
 }
@@ -95,6 +104,14 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     let timeline = concerto_graph::simulate(&graph, &plan, &durations, hardware.contention)?;
     let mem = memory::profile(&graph, &timeline)?;
     let lower = memory::peak_lower_bound(&graph, &durations)?;
+    let own = match report.as_ref().and_then(|r| r.sequence.as_ref()) {
+        Some(events) => {
+            let plan = concerto_extract::hlo::sequence_plan(&graph, events)?;
+            let t = concerto_graph::simulate(&graph, &plan, &durations, hardware.contention)?;
+            Some((t.makespan, memory::profile(&graph, &t)?.peak_bytes))
+        }
+        None => None,
+    };
     let out = ImportJson {
         module: graph.name().to_string(),
         instructions: report.as_ref().map(|r| r.instructions),
@@ -108,6 +125,8 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
         live_out_bytes: mem.live_out_bytes,
         peak_memory_bytes: mem.peak_bytes,
         peak_lower_bound_bytes: lower,
+        schedule_ns: own.map(|o| o.0),
+        schedule_peak_bytes: own.map(|o| o.1),
         warnings: report.map(|r| r.warnings).unwrap_or_default(),
         time_s: began.elapsed().as_secs_f64(),
     };
@@ -156,6 +175,13 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
         gib(out.peak_memory_bytes),
         gib(out.peak_lower_bound_bytes)
     );
+    if let (Some(ns), Some(peak)) = (out.schedule_ns, out.schedule_peak_bytes) {
+        println!(
+            "schedule      the module's own: {:.3} ms simulated, memory peak {:.2} GiB",
+            ns as f64 / 1e6,
+            gib(peak)
+        );
+    }
     for w in &out.warnings {
         println!("warning       {w}");
     }
