@@ -14,7 +14,8 @@ mod parse;
 
 pub use ast::{Attribute, Computation, Instruction, Module, Pos, ReplicaGroups, Shape};
 pub use export::{
-    check_export, export, export_checked, replay, Checked, ExportError, Exported, REPLAY_TOLERANCE,
+    check_export, export, export_checked, export_verbatim, export_verbatim_checked, replay,
+    Checked, ExportError, Exported, REPLAY_TOLERANCE,
 };
 pub use lower::{lower, ImportOptions, ImportReport};
 pub use parse::parse;

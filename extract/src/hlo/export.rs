@@ -60,18 +60,22 @@
 
 use std::collections::BTreeMap;
 
-use concerto_graph::{Graph, OpId, StreamPlan, Timeline};
+use concerto_graph::{Graph, OpId, Stream, StreamPlan, Timeline};
 
 use crate::hlo::ast::{Attribute, Instruction, Module};
 use crate::hlo::lower::{lower, ImportOptions};
 use crate::hlo::HloError;
 
+#[cfg(test)]
+mod compiled_tests;
 mod expand;
 #[cfg(test)]
 mod tests;
+mod verbatim;
 mod write;
 
 use expand::Expander;
+use verbatim::{role, set_is_sync, sync_starts, AsyncRole, EntryText};
 use write::{
     write_computation, write_computation_head, write_computation_tail, write_header, write_inst,
 };
@@ -133,6 +137,16 @@ pub struct Exported {
     pub unrolled_iterations: usize,
     /// Instructions in the written entry computation.
     pub entry_instructions: usize,
+    /// Of those, the ones copied byte for byte from the module's text ([`export_verbatim`];
+    /// 0 for [`export`]).
+    pub verbatim_instructions: usize,
+    /// The written entry computation's instruction names, in order (the schedule).
+    pub sequence: Vec<String>,
+    /// Async collective starts written `is_sync=true` (XLA's rule: nothing but nops and other
+    /// async collective starts and dones between the start and its done).
+    pub sync_starts: usize,
+    /// Starts whose `is_sync` flag the written order changed (their only changed byte).
+    pub is_sync_changed: Vec<String>,
 }
 
 /// Opcodes of synchronous collectives and the async form each is written in.
@@ -191,8 +205,44 @@ pub(super) enum Kind {
 
 /// Writes `plan` (for `graph`, simulated as `timeline`) into `module` as a scheduled module
 /// (see the module docs). `graph` must be what [`lower`] makes of `module` with `options`.
+/// Every instruction is written from the syntax tree (operands without their shapes); see
+/// [`export_verbatim`] to keep the module's own text.
 pub fn export(
     module: &Module,
+    graph: &Graph,
+    plan: &StreamPlan,
+    timeline: &Timeline,
+    options: &ImportOptions,
+) -> Result<Exported, ExportError> {
+    export_with(module, None, graph, plan, timeline, options)
+}
+
+/// [`export`] into the module's own `text` (the module is parsed from it): every computation
+/// other than the entry, the header, the tables and every entry instruction the plan does not
+/// rewrite are copied byte for byte (fusion bodies, `backend_config`, `metadata`,
+/// `frontend_attributes`, async wrapped computations, comments), only the entry's instruction
+/// order changes, and the `is_sync` flag of an async collective start where the written
+/// sequence changes whether the pair overlaps work (see [`mod@self`] and the rule in the
+/// `verbatim` submodule). This is the export for compiled modules (XLA's after-optimizations
+/// module), where nothing is rewritten but the order: `Exported::verbatim_instructions` then
+/// equals `Exported::entry_instructions`. Instructions the exporter does rewrite (a sync
+/// collective split into a pair, an unrolled loop, an inlined call, a `get-tuple-element` of
+/// a `tuple` read as its element) are written as [`export`] writes them. The header gains
+/// `is_scheduled=true` when it lacks it. Errors name the instruction or op at fault.
+pub fn export_verbatim(
+    text: &str,
+    graph: &Graph,
+    plan: &StreamPlan,
+    timeline: &Timeline,
+    options: &ImportOptions,
+) -> Result<Exported, ExportError> {
+    let module = crate::hlo::parse(text)?;
+    export_with(&module, Some(text), graph, plan, timeline, options)
+}
+
+fn export_with(
+    module: &Module,
+    source: Option<&str>,
     graph: &Graph,
     plan: &StreamPlan,
     timeline: &Timeline,
@@ -230,25 +280,87 @@ pub fn export(
             module.name
         )));
     }
-    let order = merged_order(graph, plan, timeline);
-    let sequence = x.sequence(&order)?;
+    let order = launch_order(graph, plan).map_err(|op| {
+        plan_error(format!(
+            "op `{}` is never ready to launch",
+            graph.op(op).name
+        ))
+    })?;
+    let before = wait_dones(module, graph, plan, &x);
+    let sequence = x.sequence(&order, &before)?;
+    let source = source.and_then(|t| EntryText::new(t, module));
     let mut text = String::new();
-    write_header(&mut text, module);
-    // The stack-frame tables go before the computations, where XLA prints (and its parser
-    // expects) them.
-    for t in &module.tables {
-        text.push_str(t);
-        text.push_str("\n\n");
-    }
-    for c in &module.computations {
-        if c.is_entry {
-            write_computation_head(&mut text, c);
-            for &k in &sequence {
-                write_inst(&mut text, &x.insts[k], &x.shapes);
+    let mut verbatim_instructions = 0;
+    let mut lines = Vec::with_capacity(sequence.len());
+    for &k in &sequence {
+        let inst = &x.insts[k];
+        match source
+            .as_ref()
+            .filter(|_| unchanged(module, inst))
+            .and_then(|s| s.line(&inst.name))
+        {
+            Some(line) => {
+                verbatim_instructions += 1;
+                lines.push(line);
             }
-            write_computation_tail(&mut text, c);
-        } else {
-            write_computation(&mut text, c);
+            None => {
+                let mut line = String::new();
+                write_inst(&mut line, inst, &x.shapes);
+                lines.push(line);
+            }
+        }
+    }
+    // `is_sync` as XLA's sync conversion would set it on this sequence.
+    let roles: Vec<AsyncRole> = sequence
+        .iter()
+        .map(|&k| inst_role(module, &x.insts[k]))
+        .collect();
+    let sync: std::collections::BTreeSet<&str> =
+        sync_starts(sequence.iter().zip(&roles).map(|(&k, &r)| {
+            let i = &x.insts[k];
+            (i.name.as_str(), r, i.operands.first().map(String::as_str))
+        }))
+        .into_iter()
+        .collect();
+    let mut is_sync_changed = Vec::new();
+    for ((&k, role), line) in sequence.iter().zip(&roles).zip(&mut lines) {
+        let name = x.insts[k].name.as_str();
+        if *role == AsyncRole::Start {
+            if let Some(patched) = set_is_sync(line, sync.contains(name)) {
+                *line = patched;
+                is_sync_changed.push(name.to_string());
+            }
+        }
+    }
+    match &source {
+        Some(s) => {
+            let (before, head) = s.before();
+            text.push_str(&scheduled_header(before, module));
+            text.push_str(head);
+            for l in &lines {
+                text.push_str(l);
+            }
+            text.push_str(s.after());
+        }
+        None => {
+            write_header(&mut text, module);
+            // The stack-frame tables go before the computations, where XLA prints (and its
+            // parser expects) them.
+            for t in &module.tables {
+                text.push_str(t);
+                text.push_str("\n\n");
+            }
+            for c in &module.computations {
+                if c.is_entry {
+                    write_computation_head(&mut text, c);
+                    for l in &lines {
+                        text.push_str(l);
+                    }
+                    write_computation_tail(&mut text, c);
+                } else {
+                    write_computation(&mut text, c);
+                }
+            }
         }
     }
     let async_pairs = x
@@ -264,33 +376,154 @@ pub fn export(
         async_pairs,
         unrolled_iterations: x.iterations,
         entry_instructions: sequence.len(),
+        verbatim_instructions,
+        sequence: sequence.iter().map(|&k| x.insts[k].name.clone()).collect(),
+        sync_starts: sync.len(),
+        is_sync_changed,
     })
 }
 
-/// The plan's ops in one sequence: repeatedly the next op of the stream whose next op starts
-/// first in the timeline (ties: the stream listed first), among those whose predecessors are
-/// all placed. A valid plan always has such an op.
-fn merged_order(graph: &Graph, plan: &StreamPlan, timeline: &Timeline) -> Vec<OpId> {
+/// For each written instruction, the dones it must follow beyond its operands: a compute op
+/// that the plan makes wait for a collective (a wait its data does not imply, as a plan file
+/// may hold) gets that collective's done placed before it, so the GPU's compute stream waits
+/// where the plan says. O(instructions + waits).
+fn wait_dones(
+    module: &Module,
+    graph: &Graph,
+    plan: &StreamPlan,
+    x: &Expander<'_>,
+) -> Vec<Vec<usize>> {
+    let mut done_of: BTreeMap<&str, usize> = BTreeMap::new();
+    for (k, inst) in x.insts.iter().enumerate() {
+        if inst_role(module, inst) == AsyncRole::Done {
+            if let Some(start) = inst.operands.first() {
+                done_of.insert(start.as_str(), k);
+            }
+        }
+    }
+    let mut before = vec![Vec::new(); x.insts.len()];
+    for &(p, c) in &plan.waits {
+        if !graph.op(p).is_collective() || graph.predecessors(c).contains(&p) {
+            continue;
+        }
+        let (Some(s), Some(k)) = (x.by_op[p.0], x.by_op[c.0]) else {
+            continue;
+        };
+        if let Some(&d) = done_of.get(x.insts[s].name.as_str()) {
+            before[k].push(d);
+        }
+    }
+    before
+}
+
+/// Whether `inst` is an entry instruction written exactly as read: same name, operands,
+/// control predecessors, channel and root mark, and not split into an async pair.
+fn unchanged(module: &Module, inst: &Inst<'_>) -> bool {
+    let i = inst.instr;
+    inst.kind == Kind::Plain
+        && inst.channel.is_none()
+        && inst.name == i.name
+        && inst.operands == i.operands
+        && inst.root == i.is_root
+        && i.attribute("control-predecessors")
+            .map_or(inst.control.is_empty(), |a| {
+                control_names(a) == inst.control
+            })
+        && module
+            .entry()
+            .instructions
+            .iter()
+            .any(|e| std::ptr::eq(e, i))
+}
+
+/// The role of a written instruction in XLA's sync conversion.
+fn inst_role(module: &Module, inst: &Inst<'_>) -> AsyncRole {
+    match inst.kind {
+        Kind::Start(_) => AsyncRole::Start,
+        Kind::Done => AsyncRole::Done,
+        Kind::Plain => role(module, inst.instr),
+    }
+}
+
+/// The text before the entry with `is_scheduled=true` in the header: as read when it says so,
+/// else with the attribute added after the module's name (or its `false` replaced).
+fn scheduled_header(before: &str, module: &Module) -> String {
+    let scheduled = module
+        .attributes
+        .iter()
+        .find(|a| a.name == "is_scheduled")
+        .map(|a| a.value.trim());
+    match scheduled {
+        Some("true") => before.to_string(),
+        Some(_) => before.replacen("is_scheduled=false", "is_scheduled=true", 1),
+        None => {
+            let Some(at) = before.find("HloModule") else {
+                return before.to_string();
+            };
+            let rest = &before[at + "HloModule".len()..];
+            let name_at = at + "HloModule".len() + (rest.len() - rest.trim_start().len());
+            let name_end = name_at
+                + before[name_at..]
+                    .find(|c: char| c.is_whitespace() || c == ',')
+                    .unwrap_or(before.len() - name_at);
+            format!(
+                "{}, is_scheduled=true{}",
+                &before[..name_end],
+                &before[name_end..]
+            )
+        }
+    }
+}
+
+/// The plan's ops in one sequence, each collective launched as early as the plan lets it: a
+/// communication stream's next op is taken as soon as its dependencies and the plan's waits
+/// are placed (the start goes right after the last compute op it waits for, which is where
+/// XLA's GPU runtime makes the collective's stream wait for the compute stream), otherwise the
+/// compute stream's next op. Each stream keeps the plan's FIFO order. `Err(op)`: an op that
+/// never becomes ready (a plan that deadlocks; validated plans do not).
+/// O((ops + dependencies) * streams).
+fn launch_order(graph: &Graph, plan: &StreamPlan) -> Result<Vec<OpId>, OpId> {
     let mut placed = vec![false; graph.len()];
+    let mut waits: Vec<Vec<OpId>> = vec![Vec::new(); graph.len()];
+    for &(p, c) in &plan.waits {
+        waits[c.0].push(p);
+    }
+    let ready = |op: OpId, placed: &[bool]| {
+        graph
+            .predecessors(op)
+            .iter()
+            .chain(&waits[op.0])
+            .all(|p| placed[p.0])
+    };
     let mut next = vec![0usize; plan.streams.len()];
+    // Communication streams first: they launch as soon as they can.
+    let mut streams: Vec<usize> = (0..plan.streams.len()).collect();
+    streams.sort_by_key(|&s| plan.streams[s].0 == Stream::Compute);
     let mut order = Vec::with_capacity(graph.len());
-    let ready = |op: OpId, placed: &[bool]| graph.predecessors(op).iter().all(|p| placed[p.0]);
     loop {
-        let mut best: Option<(u64, usize)> = None;
-        for (s, (_, ops)) in plan.streams.iter().enumerate() {
+        let mut progressed = false;
+        for &s in &streams {
+            let ops = &plan.streams[s].1;
             if let Some(&op) = ops.get(next[s]) {
-                if ready(op, &placed) && best.is_none_or(|(t, _)| timeline.start[op.0] < t) {
-                    best = Some((timeline.start[op.0], s));
+                if ready(op, &placed) {
+                    next[s] += 1;
+                    placed[op.0] = true;
+                    order.push(op);
+                    progressed = true;
+                    break;
                 }
             }
         }
-        let Some((_, s)) = best else { break };
-        let op = plan.streams[s].1[next[s]];
-        next[s] += 1;
-        placed[op.0] = true;
-        order.push(op);
+        if !progressed {
+            break;
+        }
     }
-    order
+    for (s, (_, ops)) in plan.streams.iter().enumerate() {
+        if let Some(&op) = ops.get(next[s]) {
+            return Err(op);
+        }
+    }
+    Ok(order)
 }
 
 /// Every op of `graph` by name. O(ops log ops).
@@ -438,6 +671,18 @@ pub fn export_checked(
     options: &ImportOptions,
 ) -> Result<Checked, ExportError> {
     let exported = export(module, graph, plan, timeline, options)?;
+    finish_checked(exported, graph, timeline, durations, contention, options)
+}
+
+/// [`check_export`] and [`replay`] of a written module against the plan's `timeline`.
+fn finish_checked(
+    exported: Exported,
+    graph: &Graph,
+    timeline: &Timeline,
+    durations: &[u64],
+    contention: f64,
+    options: &ImportOptions,
+) -> Result<Checked, ExportError> {
     let back = check_export(&exported.text, graph, options)?;
     let replay = replay(&back, graph, durations, contention)?;
     let (got, want) = (replay.makespan, timeline.makespan);
@@ -451,4 +696,22 @@ pub fn export_checked(
         replay,
         plan_ns: want,
     })
+}
+
+/// [`export_verbatim`], then [`check_export`] and [`replay`] as [`export_checked`] does: the
+/// written module imports to the same ops and dependencies, and replayed in program order
+/// its makespan is within [`REPLAY_TOLERANCE`] of `timeline`'s. For compiled modules
+/// (`concerto optimize MODULE --emit-hlo OUT` on XLA's after-optimizations module). Cost: two
+/// parses and imports, one export, one simulation.
+pub fn export_verbatim_checked(
+    text: &str,
+    graph: &Graph,
+    plan: &StreamPlan,
+    timeline: &Timeline,
+    durations: &[u64],
+    contention: f64,
+    options: &ImportOptions,
+) -> Result<Checked, ExportError> {
+    let exported = export_verbatim(text, graph, plan, timeline, options)?;
+    finish_checked(exported, graph, timeline, durations, contention, options)
 }

@@ -274,9 +274,15 @@ impl<'m> Expander<'m> {
         })
     }
 
-    /// The written entry: the plan's ops in `order`, each after what it reads (placed just
-    /// before it when not yet placed), then what nothing read, then the root.
-    pub(super) fn sequence(&self, order: &[OpId]) -> Result<Vec<usize>, ExportError> {
+    /// The written entry: the plan's ops in `order`, each after what it reads, its control
+    /// predecessors and `before[k]` (the dones of the collectives the plan makes instruction
+    /// `k` wait for), each placed just before it when not yet placed; then what nothing read,
+    /// then the root.
+    pub(super) fn sequence(
+        &self,
+        order: &[OpId],
+        before: &[Vec<usize>],
+    ) -> Result<Vec<usize>, ExportError> {
         let n = self.insts.len();
         let mut placed = vec![false; n];
         let mut sequence = Vec::with_capacity(n);
@@ -301,7 +307,8 @@ impl<'m> Expander<'m> {
                     return Err(ExportError::Plan {
                         graph: self.graph.name().to_string(),
                         reason: format!(
-                            "`{}` reads `{}`, which the plan runs later",
+                            "instruction `%{}` needs `%{}` before it (an operand, a control \
+                             predecessor or a wait of the plan), which the plan runs later",
                             self.insts[root].name, inst.name
                         ),
                     });
@@ -309,6 +316,13 @@ impl<'m> Expander<'m> {
                 stack.push((k, true));
                 for o in inst.operands.iter().chain(&inst.control).rev() {
                     let d = self.index[o];
+                    if !placed[d] {
+                        stack.push((d, false));
+                    }
+                }
+                // The waited-for dones first: the compute stream waits before it reads.
+                let extra = before.get(k).map_or(&[][..], Vec::as_slice);
+                for &d in extra.iter().rev() {
                     if !placed[d] {
                         stack.push((d, false));
                     }
