@@ -9,12 +9,17 @@
 //!   `HloSchedule::Verify` checks that every instruction comes once and after its operands and
 //!   control predecessors);
 //! - **the entry computation in the plan's order**: one sequence that merges the streams'
-//!   FIFO orders and respects every dependency (a merge of the streams by simulated start
-//!   time: the next op of the stream whose next op starts first and whose operands are all
-//!   placed). Each stream's order is the plan's, so the module replayed in program order is
-//!   the plan;
+//!   FIFO orders and respects every dependency, each collective launched as early as the plan
+//!   lets it (a communication stream's next op is placed as soon as its dependencies, the
+//!   plan's waits for it and its stream predecessor are placed; otherwise the compute
+//!   stream's next op). XLA's GPU runtime makes a collective's stream wait for the compute
+//!   stream at the start's place in the sequence, so the start goes right after the last
+//!   compute op it waits for, where the plan launches it, not after compute ops the plan
+//!   overlaps it with. Each stream's order is the plan's, so the module replayed in program
+//!   order is the plan;
 //! - **every collective as its async pair**, the start where the plan launches it and the done
-//!   right before its first user: `all-reduce-start`/`-done`, `all-gather-start`/`-done`
+//!   right before its first user (or the first compute op the plan makes wait for it):
+//!   `all-reduce-start`/`-done`, `all-gather-start`/`-done`
 //!   (start shape `(operand, result)`), `collective-permute-start`/`-done` (start shape
 //!   `(operand, result)`), and for reduce-scatter, all-to-all and collective-broadcast the
 //!   `<op>-start`/`<op>-done` form of XLA's generic async ops (start shape
@@ -50,6 +55,25 @@
 //! read, in its text order, which XLA's printer made a valid schedule. Operands are written
 //! without their shapes (XLA's parser accepts both), result shapes and attribute values as the
 //! source text had them.
+//!
+//! # Compiled modules
+//!
+//! [`export_verbatim`] writes into the module's own text instead: for XLA's after-optimizations
+//! module (fusions, cuBLAS custom-calls, `all-reduce-start`/`-done`, `all-gather-start`/`-done`,
+//! `collective-permute-start`/`-done`, `async-start`/`-done` wrapping reduce-scatter and
+//! all-to-all, `copy-start`/`-done`, XLA's own schedule) nothing is rewritten but the entry's
+//! order: every instruction line, fusion body, `backend_config`, `metadata` and wrapped
+//! computation is copied byte for byte. The import made one op per costed entry instruction,
+//! named like it, and an async pair one collective named after its start, so the plan places
+//! the starts and the dones follow the rules above. The one byte-level change is the
+//! `is_sync` flag in a start's `backend_config`, which XLA's GPU backend reads to run a pair
+//! synchronously on the compute stream: it is set as XLA's own post-scheduling pass
+//! (`GpuConvertAsyncCollectivesToSync`) would set it for the written sequence (true when only
+//! `parameter`, `constant`, `bitcast`, `get-tuple-element` or other async collective starts and
+//! dones lie between the start and its done), so a pair the plan overlaps with work is
+//! `is_sync=false`. `python/concerto_jax/pjrt_gpu.py` compiles such a module with XLA's GPU
+//! backend (deviceless, through the CUDA plugin's PJRT C API) and checks that the thunks come
+//! out in the written order.
 //!
 //! [`check_export`] reads the written text back with Concerto's own parser and importer and
 //! checks that it gives the same ops, with the same costs and the same dependencies, as the
