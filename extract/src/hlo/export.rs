@@ -251,8 +251,10 @@ pub fn export(
 /// module), where nothing is rewritten but the order: `Exported::verbatim_instructions` then
 /// equals `Exported::entry_instructions`. Instructions the exporter does rewrite (a sync
 /// collective split into a pair, an unrolled loop, an inlined call, a `get-tuple-element` of
-/// a `tuple` read as its element) are written as [`export`] writes them. The header gains
-/// `is_scheduled=true` when it lacks it. Errors name the instruction or op at fault.
+/// a `tuple` read as its element) are written as [`export`] writes them, and so is the whole
+/// module when its entry is not laid out one instruction after another on lines of their own
+/// (`verbatim_instructions` is then 0). The header gains `is_scheduled=true` when it lacks
+/// it. Errors name the instruction or op at fault.
 pub fn export_verbatim(
     text: &str,
     graph: &Graph,

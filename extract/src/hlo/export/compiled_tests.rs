@@ -307,3 +307,14 @@ fn compiled_h100_fixtures_round_trip_verbatim() {
         assert!(out.async_pairs > 0, "{name}");
     }
 }
+
+#[test]
+fn a_header_without_a_schedule_gains_one_and_nothing_else_changes() {
+    let text = SMALL.replacen("HloModule small, is_scheduled=true,", "HloModule small,", 1);
+    let graph = import(&text);
+    let plan = StreamPlan::program_order(&graph).unwrap();
+    let out = checked(&text, &graph, &plan);
+    let (head, _) = outside_entry(&out.text);
+    let (want, _) = outside_entry(SMALL);
+    assert_eq!(head, want);
+}
