@@ -20,7 +20,7 @@ Why through the PJRT C API: jaxlib 0.10.2's Python compile takes only MLIR, whic
 schedule. The CUDA plugin's C API (``jax_plugins/xla_cuda12/xla_cuda_plugin.so``, C API 0.112,
 ``xla/pjrt/c/pjrt_c_api.h``) compiles an ``HloModuleProto`` instead, with no client and no
 device: ``GetPjrtApi``, ``PJRT_Plugin_Initialize``, ``PJRT_TopologyDescription_Create`` (options
-``target_config`` = the H100 spec text and ``topology`` = ``"1x1x8"``), ``PJRT_Compile`` (program
+``target_config`` = the H100 spec text (:func:`spec_text`) and ``topology`` = ``"1x1x8"``), ``PJRT_Compile`` (program
 format ``"hlo"``: the module parsed by jaxlib's ``hlo_module_from_text``, which takes the text's
 instruction order as the schedule when the header says ``is_scheduled=true``, serialized as an
 ``HloModuleProto``, which keeps the schedule; and a serialized ``CompileOptionsProto``: SPMD,
@@ -72,8 +72,28 @@ import time
 from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-#: XLA's h100_sxm.txtpb without the fields jaxlib 0.10.2's proto does not know.
+#: XLA's h100_sxm.txtpb without the fields jaxlib 0.10.2's proto does not know, as a file; when
+#: it is absent, :func:`spec_text` takes ``concerto_jax.compile_gpu.h100_target_config()``.
 DEFAULT_SPEC = os.path.join(HERE, "h100_sxm.txtpb")
+
+
+def spec_text(path: str | None = None) -> str:
+    """The H100 target config: the file ``path``; by default ``compile_gpu``'s
+    ``h100_target_config()`` (the spec the corpus is compiled with), else ``DEFAULT_SPEC``.
+    Raises ``FileNotFoundError`` naming both when neither is there."""
+    if path is not None:
+        with open(path) as f:
+            return f.read()
+    try:
+        from concerto_jax.compile_gpu import h100_target_config  # noqa: PLC0415
+    except ImportError:
+        h100_target_config = None
+    if h100_target_config is not None:
+        return h100_target_config()
+    if os.path.exists(DEFAULT_SPEC):
+        with open(DEFAULT_SPEC) as f:
+            return f.read()
+    raise FileNotFoundError(f"no H100 spec: neither concerto_jax.compile_gpu.h100_target_config nor {DEFAULT_SPEC}")
 API_MINOR = 112
 
 # Function slots of PJRT_Api (pjrt_c_api.h, C API 0.112).
@@ -278,7 +298,7 @@ def compile_options(partitions: int) -> bytes:
     return co.SerializeAsString()
 
 
-def _child(path: str, partitions: int, dump_dir: str, spec: str) -> dict:
+def _child(path: str, partitions: int, dump_dir: str, spec: str | None) -> dict:
     """Compiles ``path`` (XLA_FLAGS already set by the parent); returns the result dict."""
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     from jax._src.lib import hlo  # noqa: PLC0415
@@ -293,9 +313,7 @@ def _child(path: str, partitions: int, dump_dir: str, spec: str) -> dict:
     pjrt = Pjrt(plugin_path())
     out["api_version"] = "%d.%d" % pjrt.version
     pjrt.initialize()
-    with open(spec) as f:
-        target_config = f.read()
-    topo = pjrt.topology("h100x8", {"target_config": target_config, "topology": f"1x1x{partitions}"})
+    topo = pjrt.topology("h100x8", {"target_config": spec_text(spec), "topology": f"1x1x{partitions}"})
     t0 = time.perf_counter()
     exe = pjrt.compile(topo, code, compile_options(partitions))
     out["compile_s"] = round(time.perf_counter() - t0, 3)
@@ -408,7 +426,7 @@ def memory(dump_dir: str) -> dict:
     return out
 
 
-def compile_scheduled(hlo_text: str, partitions: int = 8, dump_dir: str | None = None, spec: str = DEFAULT_SPEC, expect_order: list[str] | None = None) -> dict:
+def compile_scheduled(hlo_text: str, partitions: int = 8, dump_dir: str | None = None, spec: str | None = None, expect_order: list[str] | None = None) -> dict:
     """Compiles ``hlo_text`` (a module with ``is_scheduled=true``) with XLA's GPU backend for H100
     in a child process; returns a dict with ``optimized_hlo`` (text), ``thunks`` (instruction
     names in thunk order), ``peak_bytes`` (XLA's buffer-assignment peak), ``compile_s``, the
@@ -424,7 +442,8 @@ def compile_scheduled(hlo_text: str, partitions: int = 8, dump_dir: str | None =
     env["JAX_PLATFORMS"] = "cpu"
     env["JAX_SKIP_CUDA_CONSTRAINTS_CHECK"] = "1"
     env["PYTHONPATH"] = os.path.dirname(HERE) + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, "-m", "concerto_jax.pjrt_gpu", "--child", src, "--partitions", str(partitions), "--spec", spec]
+    cmd = [sys.executable, "-m", "concerto_jax.pjrt_gpu", "--child", src, "--partitions", str(partitions)]
+    cmd += ["--spec", spec] if spec else []
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
@@ -480,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--expect-order", help="a file of entry instruction names, one per line")
     ap.add_argument("--partitions", type=int, default=8)
     ap.add_argument("--dump", help="keep XLA's dump here")
-    ap.add_argument("--spec", default=DEFAULT_SPEC)
+    ap.add_argument("--spec", help="H100 target config file (default: see spec_text)")
     ap.add_argument("--json", action="store_true", help="print one JSON line (the default output)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)

@@ -6,7 +6,7 @@ Run with the venv that has the CUDA plugin::
     PYTHONPATH=python "$py" -m unittest discover -s python/tests -p 'test_pjrt_gpu.py'
 
 Skipped, with the reason, where ``jax_plugins.xla_cuda12`` is not importable (the CPU venv of
-``scripts/pyenv``) or the H100 spec (``python/concerto_jax/h100_sxm.txtpb``) is missing.
+``scripts/pyenv``) or there is no H100 spec (``pjrt_gpu.spec_text``).
 
 The module is ``fixtures/hlo_gpu_export/gpt_mix2x4_l2_cublas.hlo`` (XLA's own schedule) with a
 schedule that differs from XLA's, made by editing the text as concerto's exporter would: two
@@ -40,8 +40,10 @@ def _skip_reason() -> str | None:
         pjrt_gpu.plugin_path()
     except ImportError as e:
         return f"the CUDA plugin is not importable ({e}): run with scripts/pyenv-xla-gpu's python"
-    if not os.path.exists(pjrt_gpu.DEFAULT_SPEC):
-        return f"{pjrt_gpu.DEFAULT_SPEC} (XLA's H100 spec) is missing"
+    try:
+        pjrt_gpu.spec_text()
+    except FileNotFoundError as e:
+        return str(e)
     return None
 
 
