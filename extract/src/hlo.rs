@@ -15,7 +15,8 @@ pub mod pgle;
 
 pub use ast::{Attribute, Computation, Instruction, Module, Pos, ReplicaGroups, Shape};
 pub use export::{
-    check_export, export, export_checked, replay, Checked, ExportError, Exported, REPLAY_TOLERANCE,
+    check_export, export, export_checked, export_verbatim, export_verbatim_checked, replay,
+    Checked, ExportError, Exported, REPLAY_TOLERANCE,
 };
 pub use lower::{lower, sequence_plan, ImportOptions, ImportReport, SeqEvent};
 pub use parse::parse;

@@ -9,12 +9,17 @@
 //!   `HloSchedule::Verify` checks that every instruction comes once and after its operands and
 //!   control predecessors);
 //! - **the entry computation in the plan's order**: one sequence that merges the streams'
-//!   FIFO orders and respects every dependency (a merge of the streams by simulated start
-//!   time: the next op of the stream whose next op starts first and whose operands are all
-//!   placed). Each stream's order is the plan's, so the module replayed in program order is
-//!   the plan;
+//!   FIFO orders and respects every dependency, each collective launched as early as the plan
+//!   lets it (a communication stream's next op is placed as soon as its dependencies, the
+//!   plan's waits for it and its stream predecessor are placed; otherwise the compute
+//!   stream's next op). XLA's GPU runtime makes a collective's stream wait for the compute
+//!   stream at the start's place in the sequence, so the start goes right after the last
+//!   compute op it waits for, where the plan launches it, not after compute ops the plan
+//!   overlaps it with. Each stream's order is the plan's, so the module replayed in program
+//!   order is the plan;
 //! - **every collective as its async pair**, the start where the plan launches it and the done
-//!   right before its first user: `all-reduce-start`/`-done`, `all-gather-start`/`-done`
+//!   right before its first user (or the first compute op the plan makes wait for it):
+//!   `all-reduce-start`/`-done`, `all-gather-start`/`-done`
 //!   (start shape `(operand, result)`), `collective-permute-start`/`-done` (start shape
 //!   `(operand, result)`), and for reduce-scatter, all-to-all and collective-broadcast the
 //!   `<op>-start`/`<op>-done` form of XLA's generic async ops (start shape
@@ -51,6 +56,25 @@
 //! without their shapes (XLA's parser accepts both), result shapes and attribute values as the
 //! source text had them.
 //!
+//! # Compiled modules
+//!
+//! [`export_verbatim`] writes into the module's own text instead: for XLA's after-optimizations
+//! module (fusions, cuBLAS custom-calls, `all-reduce-start`/`-done`, `all-gather-start`/`-done`,
+//! `collective-permute-start`/`-done`, `async-start`/`-done` wrapping reduce-scatter and
+//! all-to-all, `copy-start`/`-done`, XLA's own schedule) nothing is rewritten but the entry's
+//! order: every instruction line, fusion body, `backend_config`, `metadata` and wrapped
+//! computation is copied byte for byte. The import made one op per costed entry instruction,
+//! named like it, and an async pair one collective named after its start, so the plan places
+//! the starts and the dones follow the rules above. The one byte-level change is the
+//! `is_sync` flag in a start's `backend_config`, which XLA's GPU backend reads to run a pair
+//! synchronously on the compute stream: it is set as XLA's own post-scheduling pass
+//! (`GpuConvertAsyncCollectivesToSync`) would set it for the written sequence (true when only
+//! `parameter`, `constant`, `bitcast`, `get-tuple-element` or other async collective starts and
+//! dones lie between the start and its done), so a pair the plan overlaps with work is
+//! `is_sync=false`. `python/concerto_jax/pjrt_gpu.py` compiles such a module with XLA's GPU
+//! backend (deviceless, through the CUDA plugin's PJRT C API) and checks that the thunks come
+//! out in the written order.
+//!
 //! [`check_export`] reads the written text back with Concerto's own parser and importer and
 //! checks that it gives the same ops, with the same costs and the same dependencies, as the
 //! graph the plan was made for.
@@ -59,16 +83,26 @@
 //! O(ops log streams).
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
-use concerto_graph::{Graph, OpId, StreamPlan, Timeline};
+use concerto_graph::{Graph, OpId, Stream, StreamPlan, Timeline};
 
-use crate::hlo::ast::{Attribute, Computation, Instruction, Module};
-use crate::hlo::lower::{lower, trip_count, ImportOptions};
+use crate::hlo::ast::{Attribute, Instruction, Module};
+use crate::hlo::lower::{lower, ImportOptions};
 use crate::hlo::HloError;
 
 #[cfg(test)]
+mod compiled_tests;
+mod expand;
+#[cfg(test)]
 mod tests;
+mod verbatim;
+mod write;
+
+use expand::Expander;
+use verbatim::{role, set_is_sync, sync_starts, AsyncRole, EntryText};
+use write::{
+    write_computation, write_computation_head, write_computation_tail, write_header, write_inst,
+};
 
 /// Why a plan could not be written back as HLO. Every message names the op, instruction or
 /// graph at fault.
@@ -127,6 +161,16 @@ pub struct Exported {
     pub unrolled_iterations: usize,
     /// Instructions in the written entry computation.
     pub entry_instructions: usize,
+    /// Of those, the ones copied byte for byte from the module's text ([`export_verbatim`];
+    /// 0 for [`export`]).
+    pub verbatim_instructions: usize,
+    /// The written entry computation's instruction names, in order (the schedule).
+    pub sequence: Vec<String>,
+    /// Async collective starts written `is_sync=true` (XLA's rule: nothing but nops and other
+    /// async collective starts and dones between the start and its done).
+    pub sync_starts: usize,
+    /// Starts whose `is_sync` flag the written order changed (their only changed byte).
+    pub is_sync_changed: Vec<String>,
 }
 
 /// Opcodes of synchronous collectives and the async form each is written in.
@@ -143,7 +187,7 @@ fn async_form(opcode: &str) -> Option<AsyncForm> {
 
 /// The start shape of an async collective.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum AsyncForm {
+pub(super) enum AsyncForm {
     /// `all-reduce-start`: the result's shape.
     SameShape,
     /// `all-gather-start`, `collective-permute-start`: `(operand, result)`, operands as a tuple
@@ -155,7 +199,7 @@ enum AsyncForm {
 
 /// One instruction of the written entry computation.
 #[derive(Clone, Debug)]
-struct Inst<'m> {
+pub(super) struct Inst<'m> {
     instr: &'m Instruction,
     /// Its name in the written module.
     name: String,
@@ -174,7 +218,7 @@ struct Inst<'m> {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     /// The instruction as read (renamed operands).
     Plain,
     /// A synchronous collective written as the start of its async pair.
@@ -185,8 +229,46 @@ enum Kind {
 
 /// Writes `plan` (for `graph`, simulated as `timeline`) into `module` as a scheduled module
 /// (see the module docs). `graph` must be what [`lower`] makes of `module` with `options`.
+/// Every instruction is written from the syntax tree (operands without their shapes); see
+/// [`export_verbatim`] to keep the module's own text.
 pub fn export(
     module: &Module,
+    graph: &Graph,
+    plan: &StreamPlan,
+    timeline: &Timeline,
+    options: &ImportOptions,
+) -> Result<Exported, ExportError> {
+    export_with(module, None, graph, plan, timeline, options)
+}
+
+/// [`export`] into the module's own `text` (the module is parsed from it): every computation
+/// other than the entry, the header, the tables and every entry instruction the plan does not
+/// rewrite are copied byte for byte (fusion bodies, `backend_config`, `metadata`,
+/// `frontend_attributes`, async wrapped computations, comments), only the entry's instruction
+/// order changes, and the `is_sync` flag of an async collective start where the written
+/// sequence changes whether the pair overlaps work (see [`mod@self`] and the rule in the
+/// `verbatim` submodule). This is the export for compiled modules (XLA's after-optimizations
+/// module), where nothing is rewritten but the order: `Exported::verbatim_instructions` then
+/// equals `Exported::entry_instructions`. Instructions the exporter does rewrite (a sync
+/// collective split into a pair, an unrolled loop, an inlined call, a `get-tuple-element` of
+/// a `tuple` read as its element) are written as [`export`] writes them, and so is the whole
+/// module when its entry is not laid out one instruction after another on lines of their own
+/// (`verbatim_instructions` is then 0). The header gains `is_scheduled=true` when it lacks
+/// it. Errors name the instruction or op at fault.
+pub fn export_verbatim(
+    text: &str,
+    graph: &Graph,
+    plan: &StreamPlan,
+    timeline: &Timeline,
+    options: &ImportOptions,
+) -> Result<Exported, ExportError> {
+    let module = crate::hlo::parse(text)?;
+    export_with(&module, Some(text), graph, plan, timeline, options)
+}
+
+fn export_with(
+    module: &Module,
+    source: Option<&str>,
     graph: &Graph,
     plan: &StreamPlan,
     timeline: &Timeline,
@@ -224,25 +306,87 @@ pub fn export(
             module.name
         )));
     }
-    let order = merged_order(graph, plan, timeline);
-    let sequence = x.sequence(&order)?;
+    let order = launch_order(graph, plan).map_err(|op| {
+        plan_error(format!(
+            "op `{}` is never ready to launch",
+            graph.op(op).name
+        ))
+    })?;
+    let before = wait_dones(module, graph, plan, &x);
+    let sequence = x.sequence(&order, &before)?;
+    let source = source.and_then(|t| EntryText::new(t, module));
     let mut text = String::new();
-    write_header(&mut text, module);
-    // The stack-frame tables go before the computations, where XLA prints (and its parser
-    // expects) them.
-    for t in &module.tables {
-        text.push_str(t);
-        text.push_str("\n\n");
-    }
-    for c in &module.computations {
-        if c.is_entry {
-            write_computation_head(&mut text, c);
-            for &k in &sequence {
-                write_inst(&mut text, &x.insts[k], &x.shapes);
+    let mut verbatim_instructions = 0;
+    let mut lines = Vec::with_capacity(sequence.len());
+    for &k in &sequence {
+        let inst = &x.insts[k];
+        match source
+            .as_ref()
+            .filter(|_| unchanged(module, inst))
+            .and_then(|s| s.line(&inst.name))
+        {
+            Some(line) => {
+                verbatim_instructions += 1;
+                lines.push(line);
             }
-            write_computation_tail(&mut text, c);
-        } else {
-            write_computation(&mut text, c);
+            None => {
+                let mut line = String::new();
+                write_inst(&mut line, inst, &x.shapes);
+                lines.push(line);
+            }
+        }
+    }
+    // `is_sync` as XLA's sync conversion would set it on this sequence.
+    let roles: Vec<AsyncRole> = sequence
+        .iter()
+        .map(|&k| inst_role(module, &x.insts[k]))
+        .collect();
+    let sync: std::collections::BTreeSet<&str> =
+        sync_starts(sequence.iter().zip(&roles).map(|(&k, &r)| {
+            let i = &x.insts[k];
+            (i.name.as_str(), r, i.operands.first().map(String::as_str))
+        }))
+        .into_iter()
+        .collect();
+    let mut is_sync_changed = Vec::new();
+    for ((&k, role), line) in sequence.iter().zip(&roles).zip(&mut lines) {
+        let name = x.insts[k].name.as_str();
+        if *role == AsyncRole::Start {
+            if let Some(patched) = set_is_sync(line, sync.contains(name)) {
+                *line = patched;
+                is_sync_changed.push(name.to_string());
+            }
+        }
+    }
+    match &source {
+        Some(s) => {
+            let (before, head) = s.before();
+            text.push_str(&scheduled_header(before, module));
+            text.push_str(head);
+            for l in &lines {
+                text.push_str(l);
+            }
+            text.push_str(s.after());
+        }
+        None => {
+            write_header(&mut text, module);
+            // The stack-frame tables go before the computations, where XLA prints (and its
+            // parser expects) them.
+            for t in &module.tables {
+                text.push_str(t);
+                text.push_str("\n\n");
+            }
+            for c in &module.computations {
+                if c.is_entry {
+                    write_computation_head(&mut text, c);
+                    for l in &lines {
+                        text.push_str(l);
+                    }
+                    write_computation_tail(&mut text, c);
+                } else {
+                    write_computation(&mut text, c);
+                }
+            }
         }
     }
     let async_pairs = x
@@ -258,369 +402,154 @@ pub fn export(
         async_pairs,
         unrolled_iterations: x.iterations,
         entry_instructions: sequence.len(),
+        verbatim_instructions,
+        sequence: sequence.iter().map(|&k| x.insts[k].name.clone()).collect(),
+        sync_starts: sync.len(),
+        is_sync_changed,
     })
 }
 
-/// The plan's ops in one sequence: repeatedly the next op of the stream whose next op starts
-/// first in the timeline (ties: the stream listed first), among those whose predecessors are
-/// all placed. A valid plan always has such an op.
-fn merged_order(graph: &Graph, plan: &StreamPlan, timeline: &Timeline) -> Vec<OpId> {
-    let mut placed = vec![false; graph.len()];
-    let mut next = vec![0usize; plan.streams.len()];
-    let mut order = Vec::with_capacity(graph.len());
-    let ready = |op: OpId, placed: &[bool]| graph.predecessors(op).iter().all(|p| placed[p.0]);
-    loop {
-        let mut best: Option<(u64, usize)> = None;
-        for (s, (_, ops)) in plan.streams.iter().enumerate() {
-            if let Some(&op) = ops.get(next[s]) {
-                if ready(op, &placed) && best.is_none_or(|(t, _)| timeline.start[op.0] < t) {
-                    best = Some((timeline.start[op.0], s));
-                }
+/// For each written instruction, the dones it must follow beyond its operands: a compute op
+/// that the plan makes wait for a collective (a wait its data does not imply, as a plan file
+/// may hold) gets that collective's done placed before it, so the GPU's compute stream waits
+/// where the plan says. O(instructions + waits).
+fn wait_dones(
+    module: &Module,
+    graph: &Graph,
+    plan: &StreamPlan,
+    x: &Expander<'_>,
+) -> Vec<Vec<usize>> {
+    let mut done_of: BTreeMap<&str, usize> = BTreeMap::new();
+    for (k, inst) in x.insts.iter().enumerate() {
+        if inst_role(module, inst) == AsyncRole::Done {
+            if let Some(start) = inst.operands.first() {
+                done_of.insert(start.as_str(), k);
             }
         }
-        let Some((_, s)) = best else { break };
-        let op = plan.streams[s].1[next[s]];
-        next[s] += 1;
-        placed[op.0] = true;
-        order.push(op);
     }
-    order
-}
-
-/// Builds the written entry computation's instructions: the entry's, loops unrolled.
-struct Expander<'m> {
-    module: &'m Module,
-    graph: &'m Graph,
-    options: &'m ImportOptions,
-    insts: Vec<Inst<'m>>,
-    /// Instruction index of each written name.
-    index: BTreeMap<String, usize>,
-    /// The written instruction of each graph op.
-    by_op: Vec<Option<usize>>,
-    /// Each graph op by name.
-    ops: BTreeMap<&'m str, OpId>,
-    /// Result shape text of each written name.
-    shapes: BTreeMap<String, &'m str>,
-    next_channel: u64,
-    iterations: usize,
-    depth: usize,
-    /// Loop iterations after the first around the current instruction: their collectives get
-    /// fresh channel ids.
-    copies: usize,
-}
-
-impl<'m> Expander<'m> {
-    fn new(module: &'m Module, graph: &'m Graph, options: &'m ImportOptions) -> Self {
-        let next_channel = module
-            .computations
-            .iter()
-            .flat_map(|c| &c.instructions)
-            .filter_map(|i| i.attribute("channel_id"))
-            .filter_map(|a| a.integer().ok())
-            .max()
-            .map_or(1, |m| m.max(0) as u64 + 1);
-        Expander {
-            module,
-            graph,
-            options,
-            insts: Vec::new(),
-            index: BTreeMap::new(),
-            by_op: vec![None; graph.len()],
-            ops: by_name(graph),
-            shapes: BTreeMap::new(),
-            next_channel,
-            iterations: 0,
-            depth: 0,
-            copies: 0,
+    let mut before = vec![Vec::new(); x.insts.len()];
+    for &(p, c) in &plan.waits {
+        if !graph.op(p).is_collective() || graph.predecessors(c).contains(&p) {
+            continue;
         }
-    }
-
-    fn unsupported(i: &Instruction, reason: impl Into<String>) -> ExportError {
-        ExportError::Unsupported {
-            instruction: i.name.clone(),
-            reason: reason.into(),
-        }
-    }
-
-    /// A new written name; an error if the module has it already.
-    fn claim(&mut self, i: &Instruction, name: String) -> Result<String, ExportError> {
-        if self.index.contains_key(&name) {
-            return Err(Self::unsupported(
-                i,
-                format!("its written name `%{name}` is taken by another instruction"),
-            ));
-        }
-        Ok(name)
-    }
-
-    fn push(&mut self, inst: Inst<'m>) {
-        self.index.insert(inst.name.clone(), self.insts.len());
-        self.shapes
-            .insert(inst.name.clone(), inst.instr.shape_text.as_str());
-        self.insts.push(inst);
-    }
-
-    /// Adds `comp`'s instructions with names prefixed by `prefix`; in a loop body or an inlined
-    /// call, `params[k]` is the written name of the value its parameter `k` reads. Returns the
-    /// root's written name.
-    fn expand(
-        &mut self,
-        comp: &'m Computation,
-        prefix: &str,
-        params: Option<&[String]>,
-    ) -> Result<String, ExportError> {
-        // Names read in this computation -> written names.
-        let mut names: BTreeMap<&'m str, String> = BTreeMap::new();
-        let iteration = params.is_some();
-        for (k, i) in comp.instructions.iter().enumerate() {
-            let rename = |names: &BTreeMap<&str, String>, o: &str| -> Result<String, ExportError> {
-                names.get(o).cloned().ok_or_else(|| {
-                    Self::unsupported(i, format!("operand `%{o}` is not defined before it"))
-                })
-            };
-            let operands = i
-                .operands
-                .iter()
-                .map(|o| rename(&names, o))
-                .collect::<Result<Vec<_>, _>>()?;
-            let control = match i.attribute("control-predecessors") {
-                Some(a) => control_names(a)
-                    .iter()
-                    .map(|o| rename(&names, o))
-                    .collect::<Result<Vec<_>, _>>()?,
-                None => Vec::new(),
-            };
-            if let (Some(params), "parameter") = (params, i.opcode.as_str()) {
-                let k: usize = i
-                    .literal
-                    .as_deref()
-                    .and_then(|l| l.trim().parse().ok())
-                    .ok_or_else(|| Self::unsupported(i, "a parameter needs its number"))?;
-                let value = params.get(k).ok_or_else(|| {
-                    Self::unsupported(i, format!("parameter {k} of {} operands", params.len()))
-                })?;
-                names.insert(&i.name, value.clone());
-                continue;
-            }
-            if i.opcode == "call" {
-                let callee = self.called(i, "to_apply")?;
-                if self.depth >= 64 {
-                    return Err(Self::unsupported(
-                        i,
-                        "calls and loops nest more than 64 deep",
-                    ));
-                }
-                self.depth += 1;
-                let p = format!("{prefix}{}.in.", i.name);
-                let value = self.expand(callee, &p, Some(&operands));
-                self.depth -= 1;
-                names.insert(&i.name, value?);
-                continue;
-            }
-            if i.opcode == "while" {
-                let body = self.called(i, "body")?;
-                let cond = self.called(i, "condition")?;
-                let n = trip_count(self.module, self.options, i, cond, body).ok_or_else(|| {
-                    Self::unsupported(i, "a while loop without a known trip count")
-                })?;
-                if self.depth >= 64 {
-                    return Err(Self::unsupported(i, "while loops nest more than 64 deep"));
-                }
-                let [state] = operands.as_slice() else {
-                    return Err(Self::unsupported(i, "a while loop needs one operand"));
-                };
-                let mut state = state.clone();
-                self.depth += 1;
-                for it in 0..n {
-                    let p = format!("{prefix}{}.it{it}.", i.name);
-                    self.copies += usize::from(it > 0);
-                    let next = self.expand(body, &p, Some(std::slice::from_ref(&state)));
-                    self.copies -= usize::from(it > 0);
-                    state = next?;
-                    self.iterations += 1;
-                }
-                self.depth -= 1;
-                names.insert(&i.name, state);
-                continue;
-            }
-            let is_root = !iteration && k == comp.root;
-            if let Some(element) = self.element(i, &operands, is_root) {
-                names.insert(&i.name, element);
-                continue;
-            }
-            let name = self.claim(i, format!("{prefix}{}", i.name))?;
-            let op = self.ops.get(name.as_str()).copied();
-            let channel = (self.copies > 0 && i.attribute("channel_id").is_some()).then(|| {
-                self.next_channel += 1;
-                self.next_channel - 1
-            });
-            let form = op.and_then(|_| async_form(&i.opcode));
-            if let Some(o) = op {
-                self.by_op[o.0] = Some(self.insts.len());
-            }
-            match form {
-                Some(form) => {
-                    if form == AsyncForm::OperandResult
-                        && i.opcode == "collective-permute"
-                        && operands.len() != 1
-                    {
-                        return Err(Self::unsupported(
-                            i,
-                            format!(
-                                "a collective-permute of {} operands (the in-place form) has no \
-                                 async form here",
-                                operands.len()
-                            ),
-                        ));
-                    }
-                    self.push(Inst {
-                        instr: i,
-                        name: name.clone(),
-                        operands,
-                        control,
-                        op,
-                        kind: Kind::Start(form),
-                        root: false,
-                        channel,
-                    });
-                    let done = self.claim(i, format!("{name}.done"))?;
-                    self.push(Inst {
-                        instr: i,
-                        name: done.clone(),
-                        operands: vec![name],
-                        control: Vec::new(),
-                        op: None,
-                        kind: Kind::Done,
-                        root: is_root,
-                        channel: None,
-                    });
-                    names.insert(&i.name, done);
-                }
-                None => {
-                    self.push(Inst {
-                        instr: i,
-                        name: name.clone(),
-                        operands,
-                        control,
-                        op,
-                        kind: Kind::Plain,
-                        root: is_root,
-                        channel,
-                    });
-                    names.insert(&i.name, name);
-                }
-            }
-        }
-        let root = &comp.instructions[comp.root];
-        names
-            .get(root.name.as_str())
-            .cloned()
-            .ok_or_else(|| Self::unsupported(root, "the root is not defined"))
-    }
-
-    /// The written name of the element that get-tuple-element `i` (reading the written
-    /// `operands`) picks, when its operand is a written `tuple`: its users read that element
-    /// directly, so that they wait only for the element's producer, as the import's
-    /// element-exact dependencies say (a `tuple` instruction is placed before its first user,
-    /// after all its elements). `None` (the instruction is written as read) for any other
-    /// instruction, a `get-tuple-element` of anything else (a parameter, a tuple-shaped op,
-    /// a forwarding instruction, which the import follows coarsely), with
-    /// `control-predecessors`, or the entry's root. O(log instructions).
-    fn element(&self, i: &Instruction, operands: &[String], is_root: bool) -> Option<String> {
-        if i.opcode != "get-tuple-element"
-            || is_root
-            || i.attribute("control-predecessors").is_some()
-        {
-            return None;
-        }
-        let [tuple] = operands else { return None };
-        let index = usize::try_from(i.attribute("index")?.integer().ok()?).ok()?;
-        let t = &self.insts[*self.index.get(tuple)?];
-        if t.instr.opcode != "tuple" || t.kind != Kind::Plain {
-            return None;
-        }
-        t.operands.get(index).cloned()
-    }
-
-    fn called(&self, i: &Instruction, attr: &str) -> Result<&'m Computation, ExportError> {
-        let name = i
-            .attribute(attr)
-            .ok_or_else(|| Self::unsupported(i, format!("`{}` needs `{attr}=`", i.opcode)))?
-            .computation()?;
-        self.module.computation(name).ok_or_else(|| {
-            Self::unsupported(i, format!("calls `%{name}`, which is not in the module"))
-        })
-    }
-
-    /// The written entry: the plan's ops in `order`, each after what it reads (placed just
-    /// before it when not yet placed), then what nothing read, then the root.
-    fn sequence(&self, order: &[OpId]) -> Result<Vec<usize>, ExportError> {
-        let n = self.insts.len();
-        let mut placed = vec![false; n];
-        let mut sequence = Vec::with_capacity(n);
-        let mut stack: Vec<(usize, bool)> = Vec::new();
-        let mut place = |root: usize,
-                         placed: &mut Vec<bool>,
-                         sequence: &mut Vec<usize>,
-                         allow_ops: bool|
-         -> Result<(), ExportError> {
-            stack.push((root, false));
-            while let Some((k, expanded)) = stack.pop() {
-                if placed[k] {
-                    continue;
-                }
-                let inst = &self.insts[k];
-                if expanded {
-                    placed[k] = true;
-                    sequence.push(k);
-                    continue;
-                }
-                if k != root && inst.op.is_some() && !allow_ops {
-                    return Err(ExportError::Plan {
-                        graph: self.graph.name().to_string(),
-                        reason: format!(
-                            "`{}` reads `{}`, which the plan runs later",
-                            self.insts[root].name, inst.name
-                        ),
-                    });
-                }
-                stack.push((k, true));
-                for o in inst.operands.iter().chain(&inst.control).rev() {
-                    let d = self.index[o];
-                    if !placed[d] {
-                        stack.push((d, false));
-                    }
-                }
-            }
-            Ok(())
+        let (Some(s), Some(k)) = (x.by_op[p.0], x.by_op[c.0]) else {
+            continue;
         };
-        for &op in order {
-            let k = self.by_op[op.0].expect("every op has an instruction (checked)");
-            place(k, &mut placed, &mut sequence, false)?;
+        if let Some(&d) = done_of.get(x.insts[s].name.as_str()) {
+            before[k].push(d);
         }
-        let root = self
-            .insts
-            .iter()
-            .position(|i| i.root)
-            .expect("the entry has a root");
-        for k in 0..n {
-            if k != root && !placed[k] {
-                place(k, &mut placed, &mut sequence, true)?;
-            }
-        }
-        place(root, &mut placed, &mut sequence, true)?;
-        // A root that is an op keeps its place among the ops, but goes after the unused
-        // instructions that follow it (no op moves, so the plan's order is kept).
-        if let Some(at) = sequence.iter().position(|&k| k == root) {
-            if sequence[at + 1..]
-                .iter()
-                .all(|&k| self.insts[k].op.is_none())
-            {
-                sequence[at..].rotate_left(1);
-            }
-        }
-        Ok(sequence)
     }
+    before
+}
+
+/// Whether `inst` is an entry instruction written exactly as read: same name, operands,
+/// control predecessors, channel and root mark, and not split into an async pair.
+fn unchanged(module: &Module, inst: &Inst<'_>) -> bool {
+    let i = inst.instr;
+    inst.kind == Kind::Plain
+        && inst.channel.is_none()
+        && inst.name == i.name
+        && inst.operands == i.operands
+        && inst.root == i.is_root
+        && i.attribute("control-predecessors")
+            .map_or(inst.control.is_empty(), |a| {
+                control_names(a) == inst.control
+            })
+        && module
+            .entry()
+            .instructions
+            .iter()
+            .any(|e| std::ptr::eq(e, i))
+}
+
+/// The role of a written instruction in XLA's sync conversion.
+fn inst_role(module: &Module, inst: &Inst<'_>) -> AsyncRole {
+    match inst.kind {
+        Kind::Start(_) => AsyncRole::Start,
+        Kind::Done => AsyncRole::Done,
+        Kind::Plain => role(module, inst.instr),
+    }
+}
+
+/// The text before the entry with `is_scheduled=true` in the header: as read when it says so,
+/// else with the attribute added after the module's name (or its `false` replaced).
+fn scheduled_header(before: &str, module: &Module) -> String {
+    let scheduled = module
+        .attributes
+        .iter()
+        .find(|a| a.name == "is_scheduled")
+        .map(|a| a.value.trim());
+    match scheduled {
+        Some("true") => before.to_string(),
+        Some(_) => before.replacen("is_scheduled=false", "is_scheduled=true", 1),
+        None => {
+            let Some(at) = before.find("HloModule") else {
+                return before.to_string();
+            };
+            let rest = &before[at + "HloModule".len()..];
+            let name_at = at + "HloModule".len() + (rest.len() - rest.trim_start().len());
+            let name_end = name_at
+                + before[name_at..]
+                    .find(|c: char| c.is_whitespace() || c == ',')
+                    .unwrap_or(before.len() - name_at);
+            format!(
+                "{}, is_scheduled=true{}",
+                &before[..name_end],
+                &before[name_end..]
+            )
+        }
+    }
+}
+
+/// The plan's ops in one sequence, each collective launched as early as the plan lets it: a
+/// communication stream's next op is taken as soon as its dependencies and the plan's waits
+/// are placed (the start goes right after the last compute op it waits for, which is where
+/// XLA's GPU runtime makes the collective's stream wait for the compute stream), otherwise the
+/// compute stream's next op. Each stream keeps the plan's FIFO order. `Err(op)`: an op that
+/// never becomes ready (a plan that deadlocks; validated plans do not).
+/// O((ops + dependencies) * streams).
+fn launch_order(graph: &Graph, plan: &StreamPlan) -> Result<Vec<OpId>, OpId> {
+    let mut placed = vec![false; graph.len()];
+    let mut waits: Vec<Vec<OpId>> = vec![Vec::new(); graph.len()];
+    for &(p, c) in &plan.waits {
+        waits[c.0].push(p);
+    }
+    let ready = |op: OpId, placed: &[bool]| {
+        graph
+            .predecessors(op)
+            .iter()
+            .chain(&waits[op.0])
+            .all(|p| placed[p.0])
+    };
+    let mut next = vec![0usize; plan.streams.len()];
+    // Communication streams first: they launch as soon as they can.
+    let mut streams: Vec<usize> = (0..plan.streams.len()).collect();
+    streams.sort_by_key(|&s| plan.streams[s].0 == Stream::Compute);
+    let mut order = Vec::with_capacity(graph.len());
+    loop {
+        let mut progressed = false;
+        for &s in &streams {
+            let ops = &plan.streams[s].1;
+            if let Some(&op) = ops.get(next[s]) {
+                if ready(op, &placed) {
+                    next[s] += 1;
+                    placed[op.0] = true;
+                    order.push(op);
+                    progressed = true;
+                    break;
+                }
+            }
+        }
+        if !progressed {
+            break;
+        }
+    }
+    for (s, (_, ops)) in plan.streams.iter().enumerate() {
+        if let Some(&op) = ops.get(next[s]) {
+            return Err(op);
+        }
+    }
+    Ok(order)
 }
 
 /// Every op of `graph` by name. O(ops log ops).
@@ -639,169 +568,6 @@ fn control_names(a: &Attribute) -> Vec<String> {
         .map(|s| s.trim().trim_start_matches('%').to_string())
         .filter(|s| !s.is_empty())
         .collect()
-}
-
-fn write_header(out: &mut String, module: &Module) {
-    let _ = write!(out, "HloModule {}, is_scheduled=true", module.name);
-    for a in &module.attributes {
-        if a.name != "is_scheduled" {
-            let _ = write!(out, ", {}={}", a.name, a.value);
-        }
-    }
-    out.push_str("\n\n");
-}
-
-fn write_computation_head(out: &mut String, c: &Computation) {
-    if c.is_entry {
-        out.push_str("ENTRY ");
-    }
-    let _ = write!(out, "%{}", c.name);
-    if !c.signature.is_empty() {
-        let _ = write!(out, " {}", c.signature);
-    }
-    out.push_str(" {\n");
-}
-
-fn write_computation_tail(out: &mut String, c: &Computation) {
-    out.push('}');
-    for a in &c.attributes {
-        let _ = write!(out, ", {}={}", a.name, a.value);
-    }
-    out.push_str("\n\n");
-}
-
-/// A computation as read (instructions in text order).
-fn write_computation(out: &mut String, c: &Computation) {
-    write_computation_head(out, c);
-    for i in &c.instructions {
-        write_instruction(
-            out,
-            i.is_root,
-            &i.name,
-            &i.shape_text,
-            &i.opcode,
-            i.literal.as_deref(),
-            &i.operands,
-            i.attributes
-                .iter()
-                .map(|a| (a.name.as_str(), a.value.clone())),
-        );
-    }
-    write_computation_tail(out, c);
-}
-
-/// One instruction of the written entry.
-fn write_inst(out: &mut String, inst: &Inst<'_>, shapes: &BTreeMap<String, &str>) {
-    let i = inst.instr;
-    let attributes = || {
-        i.attributes.iter().map(|a| match a.name.as_str() {
-            "control-predecessors" => (
-                a.name.as_str(),
-                format!(
-                    "{{{}}}",
-                    inst.control
-                        .iter()
-                        .map(|c| format!("%{c}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            ),
-            "channel_id" => (
-                a.name.as_str(),
-                inst.channel
-                    .map_or_else(|| a.value.clone(), |c| c.to_string()),
-            ),
-            _ => (a.name.as_str(), a.value.clone()),
-        })
-    };
-    let is_root = inst.root;
-    match inst.kind {
-        Kind::Plain => {
-            write_instruction(
-                out,
-                is_root,
-                &inst.name,
-                &i.shape_text,
-                &i.opcode,
-                i.literal.as_deref(),
-                &inst.operands,
-                attributes(),
-            );
-        }
-        Kind::Start(form) => {
-            let operand_shapes: Vec<&str> = inst
-                .operands
-                .iter()
-                .map(|o| shapes.get(o).copied().unwrap_or(""))
-                .collect();
-            let ins = match operand_shapes.as_slice() {
-                [one] if form != AsyncForm::Wrapped => (*one).to_string(),
-                many => format!("({})", many.join(", ")),
-            };
-            let shape = match form {
-                AsyncForm::SameShape => i.shape_text.clone(),
-                AsyncForm::OperandResult | AsyncForm::Wrapped => {
-                    format!("({ins}, {})", i.shape_text)
-                }
-            };
-            write_instruction(
-                out,
-                false,
-                &inst.name,
-                &shape,
-                &format!("{}-start", i.opcode),
-                None,
-                &inst.operands,
-                attributes(),
-            );
-        }
-        Kind::Done => {
-            write_instruction(
-                out,
-                is_root,
-                &inst.name,
-                &i.shape_text,
-                &format!("{}-done", i.opcode),
-                None,
-                &inst.operands,
-                std::iter::empty(),
-            );
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-fn write_instruction<'a>(
-    out: &mut String,
-    is_root: bool,
-    name: &str,
-    shape: &str,
-    opcode: &str,
-    literal: Option<&str>,
-    operands: &[String],
-    attributes: impl Iterator<Item = (&'a str, String)>,
-) {
-    out.push_str("  ");
-    if is_root {
-        out.push_str("ROOT ");
-    }
-    let _ = write!(out, "%{name} = {shape} {opcode}(");
-    match literal {
-        Some(l) => out.push_str(l),
-        None => {
-            for (k, o) in operands.iter().enumerate() {
-                if k > 0 {
-                    out.push_str(", ");
-                }
-                let _ = write!(out, "%{o}");
-            }
-        }
-    }
-    out.push(')');
-    for (name, value) in attributes {
-        let _ = write!(out, ", {name}={value}");
-    }
-    out.push('\n');
 }
 
 /// Reads `text` (a module [`export`] wrote) back with Concerto's parser and importer and checks
@@ -931,6 +697,18 @@ pub fn export_checked(
     options: &ImportOptions,
 ) -> Result<Checked, ExportError> {
     let exported = export(module, graph, plan, timeline, options)?;
+    finish_checked(exported, graph, timeline, durations, contention, options)
+}
+
+/// [`check_export`] and [`replay`] of a written module against the plan's `timeline`.
+fn finish_checked(
+    exported: Exported,
+    graph: &Graph,
+    timeline: &Timeline,
+    durations: &[u64],
+    contention: f64,
+    options: &ImportOptions,
+) -> Result<Checked, ExportError> {
     let back = check_export(&exported.text, graph, options)?;
     let replay = replay(&back, graph, durations, contention)?;
     let (got, want) = (replay.makespan, timeline.makespan);
@@ -944,4 +722,22 @@ pub fn export_checked(
         replay,
         plan_ns: want,
     })
+}
+
+/// [`export_verbatim`], then [`check_export`] and [`replay`] as [`export_checked`] does: the
+/// written module imports to the same ops and dependencies, and replayed in program order
+/// its makespan is within [`REPLAY_TOLERANCE`] of `timeline`'s. For compiled modules
+/// (`concerto optimize MODULE --emit-hlo OUT` on XLA's after-optimizations module). Cost: two
+/// parses and imports, one export, one simulation.
+pub fn export_verbatim_checked(
+    text: &str,
+    graph: &Graph,
+    plan: &StreamPlan,
+    timeline: &Timeline,
+    durations: &[u64],
+    contention: f64,
+    options: &ImportOptions,
+) -> Result<Checked, ExportError> {
+    let exported = export_verbatim(text, graph, plan, timeline, options)?;
+    finish_checked(exported, graph, timeline, durations, contention, options)
 }

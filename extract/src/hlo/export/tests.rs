@@ -189,7 +189,7 @@ fn the_sequence_follows_the_plan_not_the_text() {
         .iter()
         .map(|n| id(n))
         .collect();
-    let mut streams = vec![(concerto_graph::Stream::Compute, compute)];
+    let mut streams = vec![(Stream::Compute, compute)];
     for (s, ops) in StreamPlan::program_order(&graph)
         .unwrap()
         .streams
@@ -235,7 +235,7 @@ fn a_user_of_element_0_may_run_before_element_1s_producer() {
     assert_eq!(graph.predecessors(id("u")), [id("a")]);
     // The plan runs `u` (reads element 0 of `t`) before `b` (element 1's producer).
     let order: Vec<OpId> = ["a", "u", "b", "r"].iter().map(|n| id(n)).collect();
-    let plan = StreamPlan::new(&graph, vec![(concerto_graph::Stream::Compute, order)]).unwrap();
+    let plan = StreamPlan::new(&graph, vec![(Stream::Compute, order)]).unwrap();
     let (text, replay) = round_trip(&module, &graph, &plan);
     assert_eq!(replay, run(&graph, &plan).makespan);
     assert!(line_of(&text, "%u =") < line_of(&text, "%b ="), "{text}");
