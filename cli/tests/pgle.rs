@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{concerto, scratch, stderr};
+use common::{concerto, scratch, stderr, stdout};
 
 #[test]
 fn emit_pgle_writes_both_profiles_for_the_modules_names() {
@@ -25,6 +25,8 @@ fn emit_pgle_writes_both_profiles_for_the_modules_names() {
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("latencies steered"), "{}", stderr(&o));
+    // The module's own schedule is the `xla` baseline the profile will be compared with.
+    assert!(stdout(&o).contains("\"xla_ns\""), "{}", stdout(&o));
     let (costs, steer) = (
         std::fs::read_to_string(&p).unwrap(),
         std::fs::read_to_string(&s).unwrap(),

@@ -65,7 +65,8 @@ class SteerTest(unittest.TestCase):
             env.pop("XLA_FLAGS", None)
             cmd = [sys.executable, "-m", "concerto_jax.steer", "--out", out, "--parallel", "tp",
                    "--gemm", "cublas", "--layers", "1", "--d-model", "256", "--heads", "8",
-                   "--seq", "128", "--batch", "8", "--vocab", "1024", "--time-limit", "3"]  # fmt: skip
+                   "--seq", "128", "--batch", "8", "--vocab", "1024",
+                   "--time-limit", "3"]  # fmt: skip
             r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
             self.assertEqual(r.returncode, 0, r.stderr[-4000:])
             print(r.stdout)
@@ -87,7 +88,8 @@ class SteerTest(unittest.TestCase):
                 self.assertIn("latencies { source: ", text)
             for key in ("pgle", "steered"):
                 with open(meta["files"][key]) as f:
-                    self.assertTrue(f.readline().startswith("HloModule jit_step, is_scheduled=true"))
+                    head = f.readline()
+                self.assertTrue(head.startswith("HloModule jit_step, is_scheduled=true"), head)
             opts = meta["compiler_options"]
             self.assertTrue(os.path.exists(opts["xla_gpu_pgle_profile_file_or_directory_path"]))
             self.assertIn("overlaps as the plan", r.stdout)

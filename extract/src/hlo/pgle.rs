@@ -357,8 +357,8 @@ mod tests {
             };
             // The opcode: the first word followed by `(` after the shape.
             let opcode = rhs
-                .split(|c: char| c == ' ' || c == '(')
-                .zip(rhs.match_indices(|c: char| c == ' ' || c == '('))
+                .split([' ', '('])
+                .zip(rhs.match_indices([' ', '(']))
                 .find(|(w, (_, sep))| {
                     *sep == "("
                         && !w.is_empty()
