@@ -325,10 +325,12 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
 }
 
 /// `--emit-hlo`: writes the S plan (or the kept one, when it is on the input graph) into the
-/// input module as a scheduled module, checked by [`export_checked`]; returns the line to
-/// print.
+/// input module as a scheduled module, checked by [`export_checked`] (a module that already
+/// has a schedule, such as XLA's compiled ones, by [`export_verbatim_checked`]: every line
+/// kept but the entry's order); returns the line to print.
 ///
 /// [`export_checked`]: concerto_extract::hlo::export_checked
+/// [`export_verbatim_checked`]: concerto_extract::hlo::export_verbatim_checked
 fn emit_hlo(
     args: &OptimizeArgs,
     r: &concerto_pipeline::Report,
@@ -357,15 +359,35 @@ fn emit_hlo(
             ),
         )
     };
-    let checked = hlo::export_checked(
-        &module,
-        graph,
-        &s.plan,
-        &s.timeline,
-        &r.schedule.durations,
-        r.schedule.contention,
-        &options,
-    )
+    // A scheduled module (XLA's compiled ones) keeps every line but the entry's order and the
+    // `is_sync` of the starts it moves ([`hlo::export_verbatim_checked`]).
+    let scheduled = module
+        .attributes
+        .iter()
+        .any(|a| a.name == "is_scheduled" && a.value.trim() == "true");
+    let checked = if scheduled {
+        let text = std::fs::read_to_string(&args.graph)
+            .with_context(|| format!("reading {}", args.graph.display()))?;
+        hlo::export_verbatim_checked(
+            &text,
+            graph,
+            &s.plan,
+            &s.timeline,
+            &r.schedule.durations,
+            r.schedule.contention,
+            &options,
+        )
+    } else {
+        hlo::export_checked(
+            &module,
+            graph,
+            &s.plan,
+            &s.timeline,
+            &r.schedule.durations,
+            r.schedule.contention,
+            &options,
+        )
+    }
     .with_context(|| format!("writing the plan into {}", args.graph.display()))?;
     write(path, &checked.exported.text)?;
     let e = &checked.exported;
