@@ -154,7 +154,7 @@ pub struct ImportReport {
     /// after-optimizations dumps): every op's launch and every async collective's end
     /// (`*-done`) in the order of the entry's text, calls inlined and loops unrolled. A
     /// collective without a `-done` (a synchronous one) ends where it starts.
-    /// [`sequence_plan`](crate::hlo::sequence_plan) turns it into the stream plan a GPU runs.
+    /// [`sequence_plan`] turns it into the stream plan a GPU runs.
     pub sequence: Option<Vec<SeqEvent>>,
 }
 
