@@ -55,6 +55,7 @@ import argparse
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -167,6 +168,44 @@ def placement(plan: dict[str, frozenset], timeline: list[tuple[str, str, float, 
     return out
 
 
+def kernel_kinds(module_text: str) -> dict[str, str]:
+    """The entry kernels of a compiled module by kind: ``gemm`` (a cuBLAS custom-call or a
+    Triton gemm fusion: what a ``_scheduling_group_id`` can be kept on), ``fusion`` (any other
+    fusion: loop, input, Triton softmax), ``other``. Kernels of a loop body are named by the
+    import ``<while>.it<k>.<name>`` and are not in this map."""
+    out = {}
+    for line in module_text.splitlines():
+        m = re.match(r"\s*(?:ROOT\s+)?%([\w.\-]+) = .*? (fusion|custom-call)\(", line)
+        if m:
+            gemm = ("__cublas" in line if m.group(2) == "custom-call"
+                    else "__triton_gemm" in line or "gemm_fusion" in line)  # fmt: skip
+            out[m.group(1)] = "gemm" if gemm else m.group(2).replace("custom-call", "other")
+    return out
+
+
+def later_by_kind(out: str, name: str) -> dict[str, int] | None:
+    """The plan's overlapped kernels that the steered schedule runs after their collective
+    ended, by :func:`kernel_kinds` (``loop`` for a kernel of an unrolled loop body), from the
+    files :func:`optimize` wrote into ``out``; None where they are missing."""
+    f = lambda suffix: os.path.join(out, f"{name}{suffix}")  # noqa: E731
+    need = (".gpu.hlo", ".trace.json", ".steered.trace.json")
+    if not all(os.path.exists(f(x)) for x in need):
+        return None
+    with open(f(".gpu.hlo")) as fh:
+        kinds = kernel_kinds(fh.read())
+    plan = overlaps(trace_timelines(f(".trace.json"))["concerto"])
+    tl = trace_timelines(f(".steered.trace.json"))["xla"]
+    span = {n: (a, b) for n, s, a, b in tl if s.startswith("comm")}
+    start = {n: a for n, s, a, _ in tl if s == "compute"}
+    res = {"gemm": 0, "fusion": 0, "loop": 0, "other": 0}
+    for c, ks in plan.items():
+        end = span.get(c, (0.0, 0.0))[1]
+        for k in ks:
+            if k in start and start[k] >= end:
+                res[kinds.get(k, "loop" if ".it" in k else "other")] += 1
+    return res
+
+
 @dataclasses.dataclass
 class Steered:
     """What :func:`optimize` found; times in ns, simulated by concerto with its costs."""
@@ -252,8 +291,9 @@ def optimize(jitted, *args, out: str, name: str = "step", gemm: str = "triton",
         tl = trace_timelines(tr)["xla"]
         res[key] = (r, overlaps(tl), tl)
         if r["collectives"] != r0["collectives"]:
-            raise RuntimeError(f"{mod}: {r['collectives']} collectives, {base}: "
-                               f"{r0['collectives']}: the recompiled module is another step")  # fmt: skip
+            raise RuntimeError(
+                f"{mod}: {r['collectives']} collectives, {base}: {r0['collectives']}: "
+                "the recompiled module is another step")
     best = min(("pgle", costs), ("steered", steer), key=lambda kv: res[kv[0]][0]["xla_ns"])
     s = Steered(
         name=name,
@@ -308,26 +348,32 @@ def build(argv: list[str]):
     return cg.module_name(a, s, data, model), jitted, args, a.gemm, mesh
 
 
-def table(results: list[dict]) -> str:
-    """The markdown table of docs/xla-steering.md."""
+def table(results: list[dict], out: str | None = None) -> str:
+    """The markdown table of docs/xla-steering.md (with ``out``, the directory of the runs,
+    the later kernels by kind, :func:`later_by_kind`)."""
     head = ("| module | ops | coll. | xla | xla-pgle | xla-steered | concerto | bound | "
             "steered recovers | overlaps as plan (xla / pgle / steered) | "
-            "plan's overlapped kernels in steered: under / earlier / later |")  # fmt: skip
-    lines = [head, "|" + "---|" * 11]
+            "plan's overlapped kernels in steered: under / earlier / later | "
+            "later: gemm / fusion / loop body / other |")  # fmt: skip
+    lines = [head, "|" + "---|" * 12]
     for r in results:
         gain = r["xla_ns"] - r["concerto_ns"]
         rec = f"{(r['xla_ns'] - r['xla_steered_ns']) / gain:.0%}" if gain > 0 else "-"
         m = lambda k: f"{r[k]['exact']:.0%}"  # noqa: E731
         ms = lambda k: f"{r[k] / 1e6:.3f}"  # noqa: E731
         pl = r["placement_steered"]
+        lk = later_by_kind(out, r["name"]) if out else None
+        later = "-" if lk is None else " / ".join(
+            str(lk[k]) for k in ("gemm", "fusion", "loop", "other"))
         ops = str(r["ops"])
         if (r["ops_pgle"], r["ops_steered"]) != (r["ops"], r["ops"]):
             ops += f" ({r['ops_pgle']}, {r['ops_steered']})"
         lines.append(
-            f"| {r['name']} | {r['ops']} | {r['collectives']} | {ms('xla_ns')} | "
+            f"| {r['name']} | {ops} | {r['collectives']} | {ms('xla_ns')} | "
             f"{ms('xla_pgle_ns')} | {ms('xla_steered_ns')} | {ms('concerto_ns')} | "
             f"{ms('bound_ns')} | {rec} | {m('match_xla')} / {m('match_pgle')} / "
-            f"{m('match_steered')} | {pl['under']} / {pl['before']} / {pl['after']} |")  # fmt: skip
+            f"{m('match_steered')} | {pl['under']} / {pl['before']} / {pl['after']} | "
+            f"{later} |")  # fmt: skip
     return "\n".join(lines)
 
 
@@ -362,8 +408,8 @@ def main(argv: list[str] | None = None) -> int:
             results.append(json.load(f))
     if a.corpus:
         with open(os.path.join(a.out, "table.md"), "w") as f:
-            f.write(table(results) + "\n")
-        print(table(results))
+            f.write(table(results, a.out) + "\n")
+        print(table(results, a.out))
     return 0
 
 
