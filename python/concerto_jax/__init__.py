@@ -10,6 +10,20 @@ Modules (run with ``PYTHONPATH=python`` and the interpreter ``scripts/pyenv`` pr
 - :mod:`concerto_jax.compare`: compiles two HLO modules with XLA's CPU client on 8 devices,
   runs both on the same random per-device inputs and compares every output bitwise.
 
+- :mod:`concerto_jax.compile_gpu`: compiles the train steps (and an expert-parallel MoE step,
+  :mod:`concerto_jax.gpu_models`) with XLA's CUDA compiler for 8 H100s, deviceless
+  (``scripts/pyenv-xla-gpu``), writing the after-optimizations module and XLA's memory report.
+- :mod:`concerto_jax.pjrt_gpu`: compiles a scheduled module with XLA's GPU backend through the
+  CUDA plugin's PJRT C API, keeping its schedule, and checks the thunk order.
+- :mod:`concerto_jax.steer`: concerto's costs and plan as PGLE profiles for XLA's own
+  scheduler; :func:`optimize` (``concerto_jax.optimize``) compiles, optimises, steers and
+  recompiles a ``jax.jit`` step.
+- :mod:`concerto_jax.grammar_census`: XLA's test modules through XLA's parser and concerto.
+- :mod:`concerto_jax.gpu_measure`, :mod:`concerto_jax.gpu_costs`: the GPU measurements of
+  ``scripts/gpu-measure`` and their join with concerto's costs (docs/fidelity.md).
+
 Every module keeps ``jax`` imports inside functions, so that a caller can set ``XLA_FLAGS``
 before jax starts (see :func:`concerto_jax.hlo_text.configure_xla`).
 """
+
+from concerto_jax.steer import optimize  # noqa: E402,F401  (imports no jax when loaded)

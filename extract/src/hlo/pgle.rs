@@ -165,7 +165,7 @@ fn us(ns: f64) -> f64 {
 
 impl PgleProfile {
     /// The profile of `module` with concerto's `durations` (by op, contention-free, ns) of
-    /// `graph`, the graph imported from `module` ([`crate::hlo::lower`]).
+    /// `graph`, the graph imported from `module` ([`crate::hlo::lower()`]).
     pub fn new(module: &Module, graph: &Graph, durations: &[u64]) -> PgleProfile {
         let containers: BTreeSet<&str> = module
             .computations
