@@ -49,7 +49,14 @@
 //!   the iteration boundary). Iteration `k` of loop `%w` becomes the body's instructions named
 //!   `w.itk.<name>` (the op names of the import), reading the previous iteration's root tuple
 //!   where the body reads its parameter; collectives of iterations after the first get fresh
-//!   `channel_id`s. The body and condition computations stay in the module, unused.
+//!   `channel_id`s. The body and condition computations stay in the module, unused;
+//! - **a clone of each fused or async wrapped computation per copy that calls it**: XLA lets
+//!   only one instruction (one async chain) call such a computation (`calls=`), and a loop
+//!   body or callee that stays in the module still calls the original, so the copy
+//!   `w.itk.<name>` of a fusion calls `%w.itk.<computation>`, a clone whose instructions (and
+//!   nested fusions) are renamed the same way, written before the entry (see the `clones`
+//!   submodule for XLA's rules). Shared computations (`to_apply=` reducers, loop conditions
+//!   and bodies, branches) are not cloned.
 //!
 //! Every other computation (fusions, reducers, branches, loop bodies) is written as it was
 //! read, in its text order, which XLA's printer made a valid schedule. Operands are written
@@ -90,6 +97,7 @@ use crate::hlo::ast::{Attribute, Instruction, Module};
 use crate::hlo::lower::{lower, ImportOptions};
 use crate::hlo::HloError;
 
+mod clones;
 #[cfg(test)]
 mod compiled_tests;
 mod expand;
@@ -171,6 +179,10 @@ pub struct Exported {
     pub sync_starts: usize,
     /// Starts whose `is_sync` flag the written order changed (their only changed byte).
     pub is_sync_changed: Vec<String>,
+    /// Computations written as clones for the copies of instructions that call them (a fused
+    /// or async wrapped computation, which XLA lets only one instruction call), each copy of a
+    /// loop body's fusion calling its own.
+    pub cloned_computations: usize,
 }
 
 /// Opcodes of synchronous collectives and the async form each is written in.
@@ -215,6 +227,8 @@ pub(super) struct Inst<'m> {
     root: bool,
     /// A fresh channel id (an unrolled collective after the first iteration).
     channel: Option<u64>,
+    /// The `calls=` value naming the clones this copy calls (see `clones`).
+    calls: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -253,7 +267,9 @@ pub fn export(
 /// collective split into a pair, an unrolled loop, an inlined call, a `get-tuple-element` of
 /// a `tuple` read as its element) are written as [`export`] writes them, and so is the whole
 /// module when its entry is not laid out one instruction after another on lines of their own
-/// (`verbatim_instructions` is then 0). The header gains `is_scheduled=true` when it lacks
+/// (`verbatim_instructions` is then 0); the clones that unrolled copies of fusions call are
+/// written from the syntax tree between the module's last computation and the entry. The
+/// header gains `is_scheduled=true` when it lacks
 /// it. Errors name the instruction or op at fault.
 pub fn export_verbatim(
     text: &str,
@@ -362,6 +378,9 @@ fn export_with(
         Some(s) => {
             let (before, head) = s.before();
             text.push_str(&scheduled_header(before, module));
+            for c in &x.clones.written {
+                write_computation(&mut text, c);
+            }
             text.push_str(head);
             for l in &lines {
                 text.push_str(l);
@@ -378,6 +397,9 @@ fn export_with(
             }
             for c in &module.computations {
                 if c.is_entry {
+                    for c in &x.clones.written {
+                        write_computation(&mut text, c);
+                    }
                     write_computation_head(&mut text, c);
                     for l in &lines {
                         text.push_str(l);
@@ -406,6 +428,7 @@ fn export_with(
         sequence: sequence.iter().map(|&k| x.insts[k].name.clone()).collect(),
         sync_starts: sync.len(),
         is_sync_changed,
+        cloned_computations: x.clones.written.len(),
     })
 }
 
@@ -448,6 +471,7 @@ fn unchanged(module: &Module, inst: &Inst<'_>) -> bool {
     let i = inst.instr;
     inst.kind == Kind::Plain
         && inst.channel.is_none()
+        && inst.calls.is_none()
         && inst.name == i.name
         && inst.operands == i.operands
         && inst.root == i.is_root

@@ -207,18 +207,12 @@ fn a_hoisted_start_becomes_async_and_its_done_sinks_to_its_first_user() {
 #[test]
 fn a_start_with_nothing_but_nops_before_its_done_is_written_sync() {
     let graph = import(SMALL);
-    let streams = StreamPlan::program_order(&graph).unwrap().streams;
-    let (fa, fb, ars) = (
-        graph.find("fa").unwrap(),
-        graph.find("fb").unwrap(),
-        graph.find("ars").unwrap(),
-    );
+    let mut plan = StreamPlan::program_order(&graph).unwrap();
+    let (fb, ars) = (graph.find("fb").unwrap(), graph.find("ars").unwrap());
     // A plan file may hold a compute op back for a collective its data does not need: here fb
-    // waits for the all-reduce, so nothing runs while it is in flight.
-    let plan = StreamPlan {
-        streams,
-        waits: vec![(fa, ars), (ars, fb)],
-    };
+    // waits for the all-reduce, so nothing runs while it is in flight. (The program order's
+    // waits stay: the reduce-scatter reads fb.)
+    plan.waits.push((ars, fb));
     plan.validate(&graph).unwrap();
     // (Concerto's replay follows data only, so it cannot see this wait: no replay check.)
     let timeline = run(&graph, &plan);
@@ -317,4 +311,203 @@ fn a_header_without_a_schedule_gains_one_and_nothing_else_changes() {
     let (head, _) = outside_entry(&out.text);
     let (want, _) = outside_entry(SMALL);
     assert_eq!(head, want);
+}
+
+/// A compiled-style scan: a `while` loop (XLA's known trip count, 3) whose body calls loop
+/// fusions (one with a nested fusion) and a reduce-scatter wrapped in an `async-start`.
+const SCAN: &str = r#"HloModule scan, is_scheduled=true, entry_computation_layout={(f32[32,32]{1,0})->f32[4,32]{1,0}}, num_partitions=8
+
+%add (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[] parameter(0)
+  %y = f32[] parameter(1)
+  ROOT %s = f32[] add(%x, %y)
+}
+
+%inner (p.0: f32[32,32]) -> f32[32,32] {
+  %p.0 = f32[32,32]{1,0} parameter(0)
+  ROOT %n = f32[32,32]{1,0} negate(%p.0)
+}
+
+%fused_mul (p.1: f32[32,32]) -> f32[32,32] {
+  %p.1 = f32[32,32]{1,0} parameter(0)
+  %nested = f32[32,32]{1,0} fusion(%p.1), kind=kLoop, calls=%inner
+  ROOT %m = f32[32,32]{1,0} multiply(%nested, %p.1)
+}
+
+%fused_add (p.2: s32[]) -> s32[] {
+  %p.2 = s32[] parameter(0)
+  %c1 = s32[] constant(1)
+  ROOT %a = s32[] add(%p.2, %c1)
+}
+
+%wrapped_rs (p.3: f32[32,32]) -> f32[4,32] {
+  %p.3 = f32[32,32]{1,0} parameter(0)
+  ROOT %rs = f32[4,32]{1,0} reduce-scatter(%p.3), channel_id=5, replica_groups=[1,8]<=[8], dimensions={0}, use_global_device_ids=true, to_apply=%add
+}
+
+%body (state: (s32[], f32[32,32], f32[4,32])) -> (s32[], f32[32,32], f32[4,32]) {
+  %state = (s32[], f32[32,32]{1,0}, f32[4,32]{1,0}) parameter(0)
+  %i = s32[] get-tuple-element(%state), index=0
+  %w = f32[32,32]{1,0} get-tuple-element(%state), index=1
+  %next = s32[] fusion(%i), kind=kLoop, calls=%fused_add, metadata={op_name="jit(step)/while/body/add"}
+  %mm = f32[32,32]{1,0} fusion(%w), kind=kLoop, calls=%fused_mul
+  %rss = ((f32[32,32]{1,0}), f32[4,32]{1,0}) async-start(%mm), calls=%wrapped_rs, backend_config={"operation_queue_id":"0","collective_backend_config":{"is_sync":false,"is_pipelined":false}}
+  %rsd = f32[4,32]{1,0} async-done(%rss), calls=%wrapped_rs
+  ROOT %out = (s32[], f32[32,32]{1,0}, f32[4,32]{1,0}) tuple(%next, %mm, %rsd)
+}
+
+%cond (cstate: (s32[], f32[32,32], f32[4,32])) -> pred[] {
+  %cstate = (s32[], f32[32,32]{1,0}, f32[4,32]{1,0}) parameter(0)
+  %ci = s32[] get-tuple-element(%cstate), index=0
+  %trips = s32[] constant(3)
+  ROOT %lt = pred[] compare(%ci, %trips), direction=LT
+}
+
+ENTRY %main (p: f32[32,32]) -> f32[4,32] {
+  %p = f32[32,32]{1,0} parameter(0)
+  %zero = s32[] constant(0)
+  %zf = f32[] constant(0)
+  %z = f32[4,32]{1,0} broadcast(%zf), dimensions={}
+  %init = (s32[], f32[32,32]{1,0}, f32[4,32]{1,0}) tuple(%zero, %p, %z)
+  %loop = (s32[], f32[32,32]{1,0}, f32[4,32]{1,0}) while(%init), condition=%cond, body=%body, backend_config={"known_trip_count":{"n":"3"}}
+  ROOT %res = f32[4,32]{1,0} get-tuple-element(%loop), index=2
+}
+
+"#;
+
+/// XLA's rules for a written module (see the `clones` module): every fused or async wrapped
+/// computation (`calls=`) has one caller (an async chain's start and done are one), and every
+/// instruction and computation name is unique. Returns the computation names in text order.
+fn assert_one_caller_and_unique_names(text: &str) -> Vec<String> {
+    let mut computations = Vec::new();
+    let mut instructions = std::collections::BTreeSet::new();
+    let mut callers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for line in text.lines() {
+        let l = line.trim_start();
+        if let Some(head) = l.strip_prefix('%').filter(|_| line.ends_with('{')) {
+            let name = head.split([' ', '(']).next().unwrap().to_string();
+            assert!(!computations.contains(&name), "computation %{name} twice");
+            computations.push(name);
+            continue;
+        }
+        if line.starts_with("ENTRY ") {
+            continue;
+        }
+        let Some(def) = l.trim_start_matches("ROOT ").strip_prefix('%') else {
+            continue;
+        };
+        let name = def.split(' ').next().unwrap().to_string();
+        assert!(
+            instructions.insert(name.clone()),
+            "instruction %{name} twice"
+        );
+        if l.contains(" async-done(") || l.contains(" async-update(") {
+            continue;
+        }
+        if let Some(c) = l.split("calls=%").nth(1) {
+            let c = c.split([',', ' ']).next().unwrap().to_string();
+            callers.entry(c).or_default().push(name);
+        }
+    }
+    for (c, by) in &callers {
+        assert_eq!(by.len(), 1, "%{c} is called by {by:?}");
+        assert!(computations.contains(c), "%{c} is not defined");
+    }
+    computations
+}
+
+#[test]
+fn every_copy_of_a_loop_fusion_calls_its_own_clone() {
+    let graph = import(SCAN);
+    assert!(graph.find("loop.it2.mm").is_some());
+    let plan = StreamPlan::program_order(&graph).unwrap();
+    let out = checked(SCAN, &graph, &plan);
+    assert_eq!(out.unrolled_iterations, 3);
+    // Per iteration: fused_add, fused_mul, the nested inner fusion and the wrapped computation.
+    assert_eq!(out.cloned_computations, 12, "{}", out.text);
+    let names = assert_one_caller_and_unique_names(&out.text);
+    // The module's computations are kept as read, the clones follow them, callees first, and
+    // the entry comes last.
+    let entry_at = out.text.find("\nENTRY").unwrap() + 1;
+    let original_end = SCAN.find("\nENTRY").unwrap() + 1;
+    assert_eq!(&out.text[..original_end], &SCAN[..original_end]);
+    let at = |n: &str| names.iter().position(|c| c == n).unwrap();
+    for it in 0..3 {
+        let p = format!("loop.it{it}.");
+        assert!(at(&format!("{p}inner")) < at(&format!("{p}fused_mul")));
+        for c in ["fused_add", "fused_mul", "inner", "wrapped_rs"] {
+            assert!(at(&format!("{p}{c}")) > at("body"), "{p}{c}");
+            let def = format!("\n%{p}{c} (");
+            assert!(out.text.find(&def).unwrap() < entry_at, "{def}");
+        }
+        assert!(
+            out.text.contains(&format!(
+                "%{p}nested = f32[32,32]{{1,0}} fusion(%{p}p.1), kind=kLoop, calls=%{p}inner"
+            )),
+            "{}",
+            out.text
+        );
+        assert!(out.text.contains(&format!(
+            "%{p}fused_mul ({p}p.1: f32[32,32]) -> f32[32,32] {{"
+        )));
+        let lines = entry_lines(&out.text);
+        let start = lines[pos(&lines, &format!("{p}rss"))];
+        let done = lines[pos(&lines, &format!("{p}rsd"))];
+        assert!(start.contains(&format!("calls=%{p}wrapped_rs,")), "{start}");
+        assert!(done.ends_with(&format!("calls=%{p}wrapped_rs")), "{done}");
+        let next = lines[pos(&lines, &format!("{p}next"))];
+        assert!(
+            next.contains(&format!("calls=%{p}fused_add, metadata=")),
+            "{next}"
+        );
+    }
+    // Each clone's reduce-scatter has its own channel; the body's keeps 5.
+    let mut channels: Vec<&str> = out
+        .text
+        .lines()
+        .filter(|l| l.contains(" reduce-scatter("))
+        .map(|l| {
+            l.split("channel_id=")
+                .nth(1)
+                .unwrap()
+                .split(',')
+                .next()
+                .unwrap()
+        })
+        .collect();
+    channels.sort_unstable();
+    channels.dedup();
+    assert_eq!(channels.len(), 4, "{channels:?}");
+    // The export from the syntax tree writes the same clones.
+    let timeline = run(&graph, &plan);
+    let module = parse(SCAN).unwrap();
+    let c = export_checked(
+        &module,
+        &graph,
+        &plan,
+        &timeline,
+        &durations(&graph),
+        1.0,
+        &ImportOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(c.exported.cloned_computations, 12);
+    assert_one_caller_and_unique_names(&c.exported.text);
+}
+
+/// XLA's H100 module of a 2-layer step under `lax.scan` (fixtures/hlo_gpu_export): two loops
+/// of 2 iterations whose bodies call fusions; written back unrolled, each copy of a body's
+/// fusion calls its own clone, and the module's own text before the entry is kept.
+#[test]
+fn a_compiled_scan_round_trips_with_one_caller_per_fusion() {
+    let name = "gpt_mix2x4_l2_scan_cublas.hlo";
+    let text = fixture(name).unwrap_or_else(|| panic!("fixtures/hlo_gpu_export/{name} missing"));
+    let graph = import(&text);
+    let plan = StreamPlan::program_order(&graph).unwrap();
+    let out = checked(&text, &graph, &plan);
+    assert_eq!(out.unrolled_iterations, 4);
+    assert!(out.cloned_computations > 4, "{}", out.cloned_computations);
+    assert_one_caller_and_unique_names(&out.text);
+    let original_end = text.find("\nENTRY").unwrap() + 1;
+    assert_eq!(&out.text[..original_end], &text[..original_end]);
 }

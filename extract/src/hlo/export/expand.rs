@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use concerto_graph::{Graph, OpId};
 
+use super::clones::Clones;
 use super::{async_form, by_name, control_names, AsyncForm, ExportError, Inst, Kind};
 use crate::hlo::ast::{Computation, Instruction, Module};
 use crate::hlo::lower::{trip_count, ImportOptions};
@@ -29,6 +30,8 @@ pub(super) struct Expander<'m> {
     /// Loop iterations after the first around the current instruction: their collectives get
     /// fresh channel ids.
     copies: usize,
+    /// The computations cloned for copies of `calls=` instructions (see `clones`).
+    pub(super) clones: Clones<'m>,
 }
 
 impl<'m> Expander<'m> {
@@ -54,6 +57,7 @@ impl<'m> Expander<'m> {
             iterations: 0,
             depth: 0,
             copies: 0,
+            clones: Clones::new(module),
         }
     }
 
@@ -66,7 +70,7 @@ impl<'m> Expander<'m> {
 
     /// A new written name; an error if the module has it already.
     fn claim(&mut self, i: &Instruction, name: String) -> Result<String, ExportError> {
-        if self.index.contains_key(&name) {
+        if self.index.contains_key(&name) || self.clones.has_instruction(&name) {
             return Err(Self::unsupported(
                 i,
                 format!("its written name `%{name}` is taken by another instruction"),
@@ -177,6 +181,19 @@ impl<'m> Expander<'m> {
                 self.next_channel - 1
             });
             let form = op.and_then(|_| async_form(&i.opcode));
+            // A copy of an instruction of a computation that stays (a loop body, a callee)
+            // calls its own clone of a fused or async wrapped computation.
+            let calls = if prefix.is_empty() {
+                None
+            } else {
+                let index = &self.index;
+                self.clones.calls(
+                    i,
+                    prefix,
+                    &|n: &str| index.contains_key(n),
+                    &mut self.next_channel,
+                )?
+            };
             if let Some(o) = op {
                 self.by_op[o.0] = Some(self.insts.len());
             }
@@ -204,6 +221,7 @@ impl<'m> Expander<'m> {
                         kind: Kind::Start(form),
                         root: false,
                         channel,
+                        calls,
                     });
                     let done = self.claim(i, format!("{name}.done"))?;
                     self.push(Inst {
@@ -215,6 +233,7 @@ impl<'m> Expander<'m> {
                         kind: Kind::Done,
                         root: is_root,
                         channel: None,
+                        calls: None,
                     });
                     names.insert(&i.name, done);
                 }
@@ -228,6 +247,7 @@ impl<'m> Expander<'m> {
                         kind: Kind::Plain,
                         root: is_root,
                         channel,
+                        calls,
                     });
                     names.insert(&i.name, name);
                 }

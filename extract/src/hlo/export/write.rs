@@ -71,6 +71,10 @@ pub(super) fn write_inst(out: &mut String, inst: &Inst<'_>, shapes: &BTreeMap<St
                         .join(", ")
                 ),
             ),
+            "calls" => (
+                a.name.as_str(),
+                inst.calls.clone().unwrap_or_else(|| a.value.clone()),
+            ),
             "channel_id" => (
                 a.name.as_str(),
                 inst.channel
