@@ -5,12 +5,11 @@ Run with the interpreter ``scripts/pyenv-xla-gpu`` prints (jax with the CUDA 12 
 built concerto binary (``CONCERTO_BIN``, default ``~/.cache/concerto-target/release/concerto``)::
 
     py=$(./scripts/pyenv-xla-gpu | tail -n1)
-    PYTHONPATH=python $py -m unittest python/tests/test_steer.py
+    PYTHONPATH=python $py -m unittest discover -s python/tests_xla_gpu
 
 ``SteerTest`` compiles a 1-layer tensor-parallel GPT step three times (XLA's default, with
-concerto's costs as a PGLE profile, with the steering profile; about 30 s on 2 cores). It is
-skipped, with the reason printed, where the CUDA plugin (``jax_plugins.xla_cuda12``) is not
-importable (the CPU-only environment of ``scripts/pyenv``) or the binary is missing.
+concerto's costs as a PGLE profile, with the steering profile; about 30 s on 2 cores); without
+the CUDA plugin (``jax_plugins.xla_cuda12``) or the binary it fails, naming what is missing.
 ``OverlapTest`` checks the overlap measure and needs neither.
 """
 
@@ -53,11 +52,16 @@ class OverlapTest(unittest.TestCase):
         self.assertEqual(overlap_match(plan, plan)["exact"], 1.0)
 
 
-@unittest.skipUnless(cuda_plugin(), "the CUDA plugin (jax_plugins.xla_cuda12) is not importable: "
-                     "run with the interpreter of scripts/pyenv-xla-gpu")  # fmt: skip
-@unittest.skipUnless(os.path.exists(concerto_bin()), f"no concerto binary at {concerto_bin()} "
-                     "(cargo build --release -p concerto-cli, or set CONCERTO_BIN)")  # fmt: skip
 class SteerTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        if not cuda_plugin():
+            raise RuntimeError("the CUDA plugin (jax_plugins.xla_cuda12) is not importable: "
+                               "run with the interpreter of scripts/pyenv-xla-gpu")
+        if not os.path.exists(concerto_bin()):
+            raise RuntimeError(f"no concerto binary at {concerto_bin()} "
+                               "(cargo build --release -p concerto-cli, or set CONCERTO_BIN)")
+
     def test_one_step_end_to_end(self):
         """The helper a JAX user runs, in a child process (XLA reads its flags once)."""
         with tempfile.TemporaryDirectory() as out:

@@ -4,13 +4,12 @@
 Run with the interpreter ``scripts/pyenv-xla-gpu`` prints (jax with the CUDA 12 plugin)::
 
     py=$(./scripts/pyenv-xla-gpu | tail -n1)
-    PYTHONPATH=python $py -m unittest python/tests/test_compile_gpu.py
+    PYTHONPATH=python $py -m unittest discover -s python/tests_xla_gpu
 
-``CompileGpuTest`` compiles three small steps (about 30 s on 2 cores). It is skipped, with the
-reason printed, where the CUDA plugin (``jax_plugins.xla_cuda12``) is not importable, as in the
-CPU-only environment of ``scripts/pyenv`` that runs ``unittest discover -s python/tests``.
-``DumpReadersTest`` reads the checked-in compiled modules of ``fixtures/hlo_gpu`` and needs no
-jax at all: it runs everywhere.
+``CompileGpuTest`` compiles three small steps (about 30 s on 2 cores); it needs that venv (no
+GPU) and fails, naming it, where the CUDA plugin (``jax_plugins.xla_cuda12``) is not
+importable. ``DumpReadersTest`` reads the checked-in compiled modules of ``fixtures/hlo_gpu``
+and needs no jax at all.
 """
 
 from __future__ import annotations
@@ -63,16 +62,14 @@ _TMP: tempfile.TemporaryDirectory | None = None
 OUT = ""
 
 
-@unittest.skipUnless(
-    cuda_plugin(),
-    "jax's CUDA plugin (jax_plugins.xla_cuda12) is not importable: run with the interpreter "
-    "of scripts/pyenv-xla-gpu",
-)
 class CompileGpuTest(unittest.TestCase):
     """Compiles :data:`STEPS` once (each in its own process, as the corpus does)."""
 
     @classmethod
     def setUpClass(cls):
+        if not cuda_plugin():
+            raise RuntimeError("jax's CUDA plugin (jax_plugins.xla_cuda12) is not importable: "
+                               "run with the interpreter of scripts/pyenv-xla-gpu")
         global _TMP, OUT
         _TMP = tempfile.TemporaryDirectory(prefix="concerto-compile-gpu-")
         OUT = _TMP.name
