@@ -307,7 +307,8 @@ fn output_tensor(i: &Instruction) -> Option<Tensor> {
         Shape::Tuple(v) => {
             let cublas = i
                 .attribute("custom_call_target")
-                .is_some_and(|a| a.value.contains("__cublas$"));
+                .and_then(|a| a.string().ok())
+                .is_some_and(|t| cost::is_cublas_gemm(&t));
             let bytes = if cublas {
                 v.first().map_or(0, leaf_bytes)
             } else {

@@ -399,7 +399,7 @@ fn dot_cost(
 
 /// The custom-call targets of XLA's cuBLAS GEMMs (`__cublas$gemm`, `__cublas$lt$matmul`,
 /// `__cublas$lt$matmul$f8`).
-fn is_cublas_gemm(target: &str) -> bool {
+pub(super) fn is_cublas_gemm(target: &str) -> bool {
     target.starts_with("__cublas$gemm") || target.starts_with("__cublas$lt$matmul")
 }
 
