@@ -107,7 +107,7 @@ fn lhs_limited(graph: &Graph, durations: &[u64], limit: u64) -> Result<StreamPla
     let mut ready: Vec<BinaryHeap<ReadyKey>> = vec![BinaryHeap::new(); streams.len()];
     let push = |ready: &mut Vec<BinaryHeap<_>>, o: usize, at: u64| {
         let s = stream_of[o];
-        let key = if streams[s] == Stream::Compute {
+        let key = if !streams[s].is_comm() {
             (Reverse(0), level[o], Reverse(o))
         } else {
             (Reverse(at), level[o], Reverse(o))

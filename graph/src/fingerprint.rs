@@ -12,12 +12,14 @@
 //! - its kind: `compute` with the class (the names of the JSON format: `gemm`, `attention`,
 //!   ...), flops, bytes and the GEMM shape if any (`b`, `m`, `n`, `k`); or `collective` with
 //!   the collective kind (`all-reduce`, ...), bytes, group size and link class;
+//! - its lane ([`crate::Op::lane`]) when it is not 0: `lane` and the number (graphs without
+//!   lanes hash as they did before lanes existed);
 //! - its dependency list: the number of inputs, then each `(producer, output index)` in
 //!   [`Graph::inputs`] order.
 //!
 //! Integers are written as 8 little-endian bytes, strings as their length then their UTF-8
 //! bytes, so no two different graphs share an encoding. The graph's name, the ops' declared
-//! output tensors and their duration overrides are left out: they change neither which plans
+//! output tensors, their duration overrides and release times are left out: they change neither which plans
 //! are valid nor what a plan's op names mean. Same graph, same fingerprint, on any machine.
 //! Cost: O(ops + dependencies).
 //!
@@ -110,6 +112,11 @@ impl Graph {
                     h.u64(u64::from(group));
                     h.str(link_name(link));
                 }
+            }
+            if op.lane != 0 {
+                // Only when set, so that graphs without lanes keep their fingerprints.
+                h.str("lane");
+                h.u64(u64::from(op.lane));
             }
             let inputs = self.inputs(id);
             h.usize(inputs.len());

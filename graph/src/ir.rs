@@ -254,6 +254,23 @@ pub struct Op {
     /// consumer (see [`crate::memory`]). JSON: optional `"live_out": true`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub live_out: bool,
+    /// Earliest start (ns from the start of the step): a kernel from a profiler trace starts
+    /// no earlier than the CPU launched it. 0 (default) for ops of compiled or built graphs.
+    /// The simulator, the list schedulers and the lowering to an RCPSP (as a release date)
+    /// respect it. JSON: optional `"release_ns": 12000`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub release_ns: u64,
+    /// Which stream of its kind the op runs on ([`crate::plan::Stream::of`]): 0 (default) the
+    /// compute stream, or its link class's channel; `n > 0` a further compute stream or channel
+    /// of that link class, for graphs from profiler traces that used several (a side stream
+    /// for copies, a second NCCL communicator). JSON: optional `"lane": 1`.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub lane: u16,
+}
+
+/// Whether a field has its default (serde's `skip_serializing_if`).
+fn is_default<T: Default + PartialEq>(x: &T) -> bool {
+    *x == T::default()
 }
 
 impl Op {
@@ -271,6 +288,8 @@ impl Op {
             duration_ns: None,
             operand_dtype: None,
             live_out: false,
+            release_ns: 0,
+            lane: 0,
         }
     }
 
@@ -290,6 +309,8 @@ impl Op {
             duration_ns: None,
             operand_dtype: None,
             live_out: false,
+            release_ns: 0,
+            lane: 0,
         }
     }
 
@@ -313,12 +334,26 @@ impl Op {
             duration_ns: None,
             operand_dtype: None,
             live_out: false,
+            release_ns: 0,
+            lane: 0,
         }
     }
 
     /// Adds an output tensor.
     pub fn with_output(mut self, tensor: Tensor) -> Self {
         self.outputs.push(tensor);
+        self
+    }
+
+    /// Sets the op's release time ([`Op::release_ns`]).
+    pub fn released_at(mut self, ns: u64) -> Self {
+        self.release_ns = ns;
+        self
+    }
+
+    /// Puts the op on lane `lane` of its kind's streams ([`Op::lane`]).
+    pub fn on_lane(mut self, lane: u16) -> Self {
+        self.lane = lane;
         self
     }
 

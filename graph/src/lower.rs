@@ -3,7 +3,8 @@
 //! One activity per op (activity `i` is op `i`, same name), its duration the op's cost; one
 //! renewable resource of capacity 1 per stream ([`Stream::of_graph`]: `compute`, and
 //! `comm.intra-node` / `comm.inter-node` for the link classes present), each op demanding 1 of
-//! its stream; one finish-to-start precedence per data dependency. A schedule of this problem
+//! its stream; one finish-to-start precedence per data dependency; an op's release time
+//! ([`crate::Op::release_ns`]) is its activity's release date. A schedule of this problem
 //! is exactly a contention-free timeline of some stream plan ([`StreamPlan::from_starts`]).
 //! Cost: O(ops + dependencies).
 //!
@@ -42,6 +43,16 @@ pub fn lower(graph: &Graph, durations: &[u64]) -> Result<Lowered, GraphError> {
             reason: format!("duration {d} ns does not fit an RCPSP time"),
         })?;
         let a = b.activity(op.name.clone(), d);
+        if op.release_ns > 0 {
+            let r = i64::try_from(op.release_ns).map_err(|_| GraphError::InvalidOp {
+                op: op.name.clone(),
+                reason: format!(
+                    "release time {} ns does not fit an RCPSP time",
+                    op.release_ns
+                ),
+            })?;
+            b.release(a, r);
+        }
         let s = Stream::of(op);
         let r = streams
             .iter()
@@ -67,7 +78,7 @@ pub fn schedule_of(timeline: &Timeline) -> Schedule {
     Schedule::new(timeline.start.iter().map(|&t| t as i64).collect())
 }
 
-/// The lower bound `max(critical path, busiest stream)` on every plan's makespan with these
+/// The lower bound `max(critical path from release times, busiest stream)` on every plan's makespan with these
 /// durations; contention only lengthens ops, so it bounds simulated makespans too.
 /// O(ops + dependencies).
 pub fn lower_bound(graph: &Graph, durations: &[u64]) -> u64 {
@@ -79,7 +90,8 @@ pub fn lower_bound(graph: &Graph, durations: &[u64]) -> u64 {
             .iter()
             .map(|p| finish[p.0])
             .max()
-            .unwrap_or(0);
+            .unwrap_or(0)
+            .max(graph.op(id).release_ns);
         finish[id.0] = ready + durations[id.0];
         *busy.entry(Stream::of(graph.op(id))).or_default() += durations[id.0];
     }

@@ -53,39 +53,80 @@ pub enum Stream {
     Compute,
     /// The communication channel of a link class.
     Comm(LinkClass),
+    /// A further compute stream (lane `n >= 1`, [`crate::Op::lane`]): graphs from profiler
+    /// traces whose program used side streams.
+    ComputeLane(u16),
+    /// A further channel of a link class (lane `n >= 1`): a second NCCL communicator.
+    CommLane(LinkClass, u16),
 }
 
 impl Stream {
-    /// The stream an op runs on.
+    /// The stream an op runs on: its kind's stream, on its lane.
     pub fn of(op: &Op) -> Stream {
-        match op.link() {
-            None => Stream::Compute,
-            Some(l) => Stream::Comm(l),
+        match (op.link(), op.lane) {
+            (None, 0) => Stream::Compute,
+            (None, n) => Stream::ComputeLane(n),
+            (Some(l), 0) => Stream::Comm(l),
+            (Some(l), n) => Stream::CommLane(l, n),
         }
     }
 
-    /// `compute`, `comm.intra-node` or `comm.inter-node`.
+    /// Whether it is a communication channel (collectives run on it, and compute is slowed
+    /// while it runs one).
+    pub fn is_comm(self) -> bool {
+        matches!(self, Stream::Comm(_) | Stream::CommLane(..))
+    }
+
+    /// `compute`, `comm.intra-node` or `comm.inter-node`; a further lane adds `.n`
+    /// (`compute.1`, `comm.intra-node.2`).
     pub fn name(self) -> String {
         match self {
             Stream::Compute => "compute".to_string(),
             Stream::Comm(l) => format!("comm.{}", l.as_str()),
+            Stream::ComputeLane(n) => format!("compute.{n}"),
+            Stream::CommLane(l, n) => format!("comm.{}.{n}", l.as_str()),
         }
     }
 
     /// The inverse of [`Stream::name`].
     pub fn parse(name: &str) -> Option<Stream> {
-        match name {
+        let base = |b: &str| match b {
             "compute" => Some(Stream::Compute),
             "comm.intra-node" => Some(Stream::Comm(LinkClass::IntraNode)),
             "comm.inter-node" => Some(Stream::Comm(LinkClass::InterNode)),
             _ => None,
+        };
+        if let Some(s) = base(name) {
+            return Some(s);
+        }
+        let (b, n) = name.rsplit_once('.')?;
+        let n: u16 = n.parse().ok().filter(|&n| n > 0)?;
+        if n.to_string() != name[b.len() + 1..] {
+            return None;
+        }
+        match base(b)? {
+            Stream::Compute => Some(Stream::ComputeLane(n)),
+            Stream::Comm(l) => Some(Stream::CommLane(l, n)),
+            _ => None,
         }
     }
 
-    /// The streams a graph uses: compute, then one channel per link class present.
+    /// The streams a graph uses: compute, its further lanes, then one channel per link class
+    /// present and their further lanes.
     pub fn of_graph(graph: &Graph) -> Vec<Stream> {
         let mut v = vec![Stream::Compute];
+        let mut rest: Vec<Stream> = graph
+            .ops()
+            .filter(|op| op.lane != 0)
+            .map(Stream::of)
+            .collect();
+        rest.sort_unstable_by_key(|s| (s.is_comm(), *s));
+        rest.dedup();
+        let (lanes, comm_lanes): (Vec<Stream>, Vec<Stream>) =
+            rest.into_iter().partition(|s| !s.is_comm());
+        v.extend(lanes);
         v.extend(graph.link_classes().into_iter().map(Stream::Comm));
+        v.extend(comm_lanes);
         v
     }
 }

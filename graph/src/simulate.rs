@@ -1,8 +1,9 @@
 //! The event simulator: a stream plan and op durations in, a timeline out.
 //!
 //! Semantics (what a GPU does with a plan): each stream launches its ops in FIFO order; an op
-//! starts when the previous op of its stream has finished and every op it waits for (the
-//! plan's cross-stream waits) has finished. While at least one collective runs, compute ops
+//! starts when the previous op of its stream has finished, every op it waits for (the
+//! plan's cross-stream waits) has finished, and its release time has come ([`Op::release_ns`]:
+//! a kernel of a profiler trace starts no earlier than its CPU launch). While at least one collective runs, compute ops
 //! progress `contention` times slower (NCCL kernels take SMs and memory bandwidth; see
 //! [`Hardware::contention`](crate::hardware::Hardware)); collectives are not slowed.
 //!
@@ -10,10 +11,12 @@
 //! slowed compute op progresses `round(1000 / contention)` units per ns, and an op's end is
 //! rounded up to the next ns. The simulation is exact for that discretisation and
 //! deterministic. Cost: O(ops * streams) events, each O(streams).
+//!
+//! [`Op::release_ns`]: crate::ir::Op::release_ns
 
 use crate::error::GraphError;
 use crate::ir::{Graph, OpId};
-use crate::plan::{Stream, StreamPlan};
+use crate::plan::StreamPlan;
 
 /// Work units per ns at full speed.
 const UNITS: u64 = 1000;
@@ -141,11 +144,8 @@ pub fn simulate(
     for &(p, c) in &plan.waits {
         waits_of[c.0].push(p.0);
     }
-    let is_comm: Vec<bool> = plan
-        .streams
-        .iter()
-        .map(|(s, _)| *s != Stream::Compute)
-        .collect();
+    let is_comm: Vec<bool> = plan.streams.iter().map(|(s, _)| s.is_comm()).collect();
+    let release: Vec<u64> = graph.ops().map(|op| op.release_ns).collect();
     let mut stream_of = vec![0usize; n];
     for (s, (_, order)) in plan.streams.iter().enumerate() {
         for o in order {
@@ -167,7 +167,7 @@ pub fn simulate(
             }
             let order = &plan.streams[s].1;
             if let Some(&o) = order.get(next[s]) {
-                if waits_of[o.0].iter().all(|&p| done[p]) {
+                if release[o.0] <= now && waits_of[o.0].iter().all(|&p| done[p]) {
                     start[o.0] = now;
                     running[s] = Some((o.0, durations[o.0].saturating_mul(UNITS)));
                     next[s] += 1;
@@ -186,11 +186,14 @@ pub fn simulate(
                 UNITS
             }
         };
-        // The next completion.
-        let Some(dt) = (0..ns)
-            .filter_map(|s| running[s].map(|(_, rem)| rem.div_ceil(rate(s))))
-            .min()
-        else {
+        // The next completion, or the next release of a stream's next op whose waits are met.
+        let completion = (0..ns).filter_map(|s| running[s].map(|(_, rem)| rem.div_ceil(rate(s))));
+        let released = (0..ns)
+            .filter(|&s| running[s].is_none())
+            .filter_map(|s| plan.streams[s].1.get(next[s]))
+            .filter(|o| release[o.0] > now && waits_of[o.0].iter().all(|&p| done[p]))
+            .map(|o| release[o.0] - now);
+        let Some(dt) = completion.chain(released).min() else {
             return Err(GraphError::Deadlock {
                 cycle: "no stream can launch its next op (waits never satisfied)".into(),
             });
@@ -224,6 +227,7 @@ pub fn simulate(
 mod tests {
     use super::*;
     use crate::ir::{CollectiveKind, ComputeClass, GraphBuilder, LinkClass, Op};
+    use crate::plan::Stream;
 
     fn compute(name: &str) -> Op {
         Op::compute(name, ComputeClass::Other, 0, 0)
@@ -271,6 +275,60 @@ mod tests {
         // opt1 waits for ar1 (7) and bwd0 on its stream (8); ar0 [8,10) slows opt1 to 2 ns.
         assert_eq!((t.start[4], t.end[4]), (8, 10));
         assert_eq!(t.makespan, 10);
+    }
+
+    #[test]
+    fn release_times_hold_ops_back() {
+        // a (released at 10) -> b on compute; c on a second compute lane, released at 4.
+        let mut b = GraphBuilder::new("rel");
+        let a = b.add(compute("a").released_at(10), &[]);
+        let _b = b.add(compute("b").released_at(12), &[a]);
+        let _c = b.add(compute("c").released_at(4).on_lane(1), &[]);
+        let g = b.finish();
+        assert_eq!(
+            Stream::of_graph(&g),
+            vec![Stream::Compute, Stream::ComputeLane(1)]
+        );
+        let plan = StreamPlan::program_order(&g).unwrap();
+        let t = simulate(&g, &plan, &[3, 2, 5], 1.0).unwrap();
+        // a waits for its release (10), b for a's end (13 > 12); c runs beside them from 4.
+        assert_eq!(t.start, vec![10, 13, 4]);
+        assert_eq!(t.end, vec![13, 15, 9]);
+        assert_eq!(t.makespan, 15);
+        assert_eq!(t.streams, vec!["compute", "compute.1"]);
+        // Every simulated timeline is a schedule of the lowered problem (release dates
+        // included) that the independent checker accepts.
+        let lowered = crate::lower::lower(&g, &[3, 2, 5]).unwrap();
+        concerto_rcpsp::check(&lowered.problem, &crate::lower::schedule_of(&t)).unwrap();
+        // ... and the lower bound counts the release times.
+        assert_eq!(crate::lower::lower_bound(&g, &[3, 2, 5]), 15);
+    }
+
+    #[test]
+    fn a_lane_comm_stream_is_a_channel() {
+        let mut b = GraphBuilder::new("lanes");
+        let x = b.add(compute("x"), &[]);
+        let _y = b.add(ar("y").on_lane(2), &[x]);
+        let _z = b.add(compute("z"), &[x]);
+        let g = b.finish();
+        let plan = StreamPlan::program_order(&g).unwrap();
+        let names: Vec<String> = plan.streams.iter().map(|(s, _)| s.name()).collect();
+        assert!(
+            names.contains(&"comm.intra-node.2".to_string()),
+            "{names:?}"
+        );
+        assert_eq!(
+            Stream::parse("comm.intra-node.2"),
+            Some(Stream::CommLane(LinkClass::IntraNode, 2))
+        );
+        assert_eq!(Stream::parse("compute.7"), Some(Stream::ComputeLane(7)));
+        assert_eq!(Stream::parse("compute.0"), None);
+        assert_eq!(Stream::parse("compute.07"), None);
+        // z (compute) is slowed while y (on the lane channel) runs.
+        let t = simulate(&g, &plan, &[1, 4, 2], 2.0).unwrap();
+        assert_eq!((t.start[2], t.end[2]), (1, 5));
+        let back = StreamPlan::from_json(&g, &plan.to_json(&g)).unwrap();
+        assert_eq!(back, plan);
     }
 
     #[test]

@@ -86,6 +86,8 @@ pub(crate) fn rewrite_found(
         duration_ns: None,
         operand_dtype: None,
         live_out: false,
+        release_ns: 0,
+        lane: 0,
     };
     let mut b = GraphBuilder::new(graph.name());
     b.set_resident_bytes(graph.resident_bytes());

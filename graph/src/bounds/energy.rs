@@ -288,7 +288,7 @@ pub(super) fn energy_horizons(dag: &Dag, durations: &[u64], budget: u64) -> Hori
     let mut head = vec![0u64; n];
     let mut least = PerStream::new(streams, n, u64::MAX);
     for v in 0..n {
-        let mut h = 0u64;
+        let mut h = dag.release[v];
         for &p in dag.preds(v) {
             h = h.max(head[p].saturating_add(durations[p]));
             for s in 0..streams {

@@ -1,8 +1,10 @@
 //! Proven lower bounds on the contention-free makespan of every stream plan of a graph.
 //!
-//! Each op runs on one stream, one op at a time per stream, after all its inputs; contention
+//! Each op runs on one stream, one op at a time per stream, after all its inputs and no earlier
+//! than its release time ([`crate::Op::release_ns`], which seeds every head below); contention
 //! only lengthens ops, so every bound here also bounds simulated makespans. With `r(v)` the
-//! head of op `v` (the longest path of durations that must finish before it starts) and `q(v)`
+//! head of op `v` (its release time, or the longest path of durations that must finish before
+//! it starts, whichever is later) and `q(v)`
 //! its tail (the longest path that must run after it ends):
 //!
 //! - **critical path**: `max_v r(v) + d(v)`. O(n + e).
@@ -138,6 +140,8 @@ pub(crate) struct Dag {
     stream: Vec<usize>,
     /// The streams present, in [`Stream`] order.
     streams: Vec<Stream>,
+    /// Per op: its release time ([`crate::Op::release_ns`]), a head no plan goes below.
+    release: Vec<u64>,
 }
 
 impl Dag {
@@ -187,6 +191,7 @@ impl Dag {
             succ,
             stream,
             streams,
+            release: graph.ops().map(|o| o.release_ns).collect(),
         }
     }
 
@@ -200,7 +205,7 @@ impl Dag {
 
     /// Whether op `v` is a collective (the ops whose sums [`energy`] computes exactly).
     fn is_target(&self, v: usize) -> bool {
-        matches!(self.streams[self.stream[v]], Stream::Comm(_))
+        self.streams[self.stream[v]].is_comm()
     }
 
     /// Longest-path heads and tails.
@@ -212,7 +217,8 @@ impl Dag {
                 .iter()
                 .map(|&p| head[p].saturating_add(durations[p]))
                 .max()
-                .unwrap_or(0);
+                .unwrap_or(0)
+                .max(self.release[v]);
         }
         let mut tail = vec![0u64; self.n];
         for v in (0..self.n).rev() {

@@ -399,6 +399,8 @@ fn attention_and_shapeless_gemms() {
         duration_ns: None,
         operand_dtype: None,
         live_out: false,
+        release_ns: 0,
+        lane: 0,
     };
     assert_eq!(hw.op_ns(&attn), ceil_ns(2.0 * one));
     // Without a shape, a GEMM runs at the tensor peak of its output dtype (tf32 for f32).

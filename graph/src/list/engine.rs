@@ -21,6 +21,9 @@ pub(super) struct Net {
     pub(super) comm: Vec<bool>,
     /// Per op: its stream's index.
     pub(super) stream: Vec<usize>,
+    /// Per op: its release time ([`crate::Op::release_ns`]), respected in forward time; all
+    /// zero for most graphs.
+    release: Vec<u64>,
     succ_at: Vec<usize>,
     succ: Vec<usize>,
     pred_at: Vec<usize>,
@@ -81,7 +84,8 @@ impl Net {
             limit: u64::MAX,
             soft: std::cell::Cell::new(u64::MAX),
             window: std::cell::Cell::new(usize::MAX),
-            comm: streams.iter().map(|s| *s != Stream::Compute).collect(),
+            comm: streams.iter().map(|s| s.is_comm()).collect(),
+            release: graph.ops().map(|o| o.release_ns).collect(),
             streams,
             stream,
             succ_at,
@@ -239,9 +243,17 @@ fn engine(
     };
     let mut missing: Vec<usize> = (0..n).map(|v| ins.0[v + 1] - ins.0[v]).collect();
     let mut ready_at = vec![0u64; n];
+    // Release times hold in forward time only; a backward pass (a priority source whose
+    // orders are re-timed forward) ignores them. Ready ops not yet released wait here.
+    let release = |v: usize| if backward { 0 } else { net.release[v] };
+    let mut pending: BinaryHeap<std::cmp::Reverse<(u64, usize)>> = BinaryHeap::new();
     if let Pick::List(heaps) = &mut pick {
         for v in (0..n).filter(|&v| missing[v] == 0) {
-            heaps[net.stream[v]].push(key(v, 0));
+            if release(v) > 0 {
+                pending.push(std::cmp::Reverse((release(v), v)));
+            } else {
+                heaps[net.stream[v]].push(key(v, 0));
+            }
         }
     }
     let mut orders: Vec<Vec<usize>> = vec![Vec::new(); ns];
@@ -273,6 +285,15 @@ fn engine(
     let window = net.window.get();
     let mut waits: Vec<(usize, usize)> = Vec::new();
     loop {
+        if let Pick::List(heaps) = &mut pick {
+            while let Some(&std::cmp::Reverse((r, v))) = pending.peek() {
+                if r > now {
+                    break;
+                }
+                pending.pop();
+                heaps[net.stream[v]].push(key(v, ready_at[v].max(r)));
+            }
+        }
         // The second sweep runs only when, under a budget, nothing runs and nothing fitted:
         // its first launch is forced.
         for sweep in 0..2 {
@@ -353,7 +374,7 @@ fn engine(
                     }
                     Pick::List(heaps) => heaps[s].pop().map(id),
                     Pick::Fixed(order, at) => match order[s].get(at[s]) {
-                        Some(&v) if missing[v] == 0 => {
+                        Some(&v) if missing[v] == 0 && release(v) <= now => {
                             at[s] += 1;
                             Some(v)
                         }
@@ -396,10 +417,18 @@ fn engine(
                 UNITS
             }
         };
-        let Some(dt) = (0..ns)
-            .filter_map(|s| running[s].map(|(_, rem)| rem.div_ceil(rate(s))))
-            .min()
-        else {
+        let completion = (0..ns).filter_map(|s| running[s].map(|(_, rem)| rem.div_ceil(rate(s))));
+        // The next release of a ready op (a free stream's next op, when timing a plan).
+        let released = match &pick {
+            Pick::List(_) => pending.peek().map(|r| r.0 .0.saturating_sub(now)),
+            Pick::Fixed(order, at) => (0..ns)
+                .filter(|&s| running[s].is_none())
+                .filter_map(|s| order[s].get(at[s]))
+                .filter(|&&v| missing[v] == 0 && release(v) > now)
+                .map(|&v| release(v) - now)
+                .min(),
+        };
+        let Some(dt) = completion.chain(released).min() else {
             return Err(GraphError::Deadlock {
                 cycle: "list scheduling: no stream can start an op (a launch order that is \
                         not topological)"
@@ -440,7 +469,11 @@ fn engine(
                 missing[w] -= 1;
                 if missing[w] == 0 {
                     if let Pick::List(heaps) = &mut pick {
-                        heaps[net.stream[w]].push(key(w, ready_at[w]));
+                        if release(w) > now {
+                            pending.push(std::cmp::Reverse((release(w), w)));
+                        } else {
+                            heaps[net.stream[w]].push(key(w, ready_at[w]));
+                        }
                     }
                 }
             }

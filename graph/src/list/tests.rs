@@ -13,6 +13,12 @@ use crate::plan::Stream;
 /// A small random graph: compute and collectives on two links, random inputs from earlier
 /// ops (sometimes one of them twice: two edges between the same ops), random durations (seeded LCG).
 fn random_graph(seed: u64, n: usize) -> (Graph, Vec<u64>) {
+    random_graph_with(seed, n, false)
+}
+
+/// [`random_graph`], and with `traced` some ops get release times and some compute ops a
+/// second compute lane, as graphs from profiler traces have.
+fn random_graph_with(seed: u64, n: usize, traced: bool) -> (Graph, Vec<u64>) {
     let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
     let mut next = |m: u64| {
         state = state
@@ -40,6 +46,20 @@ fn random_graph(seed: u64, n: usize) -> (Graph, Vec<u64>) {
                 LinkClass::InterNode,
             ),
             _ => Op::compute(format!("c{i}"), ComputeClass::Gemm, 1, 1),
+        };
+        let op = if traced {
+            let op = if next(3) == 0 {
+                op.released_at(next(60))
+            } else {
+                op
+            };
+            if !op.is_collective() && next(4) == 0 {
+                op.on_lane(1)
+            } else {
+                op
+            }
+        } else {
+            op
         };
         let mut inputs: Vec<OpId> = ids.iter().copied().filter(|_| next(4) == 0).collect();
         if let Some(&first) = inputs.first() {
@@ -141,6 +161,28 @@ fn every_rule_gives_a_valid_plan_timed_as_the_simulator_does() {
             let prio: Vec<u64> = (0..g.len() as u64).map(|i| (i * 7919) % 13).collect();
             let plan = list_schedule(&g, &d, &prio, direction, 1.0).unwrap();
             plan.validate(&g).unwrap();
+        }
+    }
+}
+
+#[test]
+fn release_times_and_lanes_give_valid_plans_the_checker_accepts() {
+    for seed in 0..80 {
+        let (g, d) = random_graph_with(seed, 2 + (seed % 30) as usize, true);
+        let c = check_portfolio(&g, &d, 1.0, &format!("traced seed {seed}"));
+        check_portfolio(&g, &d, 1.7, &format!("traced seed {seed} x1.7"));
+        let lowered = crate::lower::lower(&g, &d).unwrap();
+        for k in &c {
+            let t = simulate(&g, &k.plan, &d, 1.0).unwrap();
+            for v in g.ids() {
+                assert!(
+                    t.start[v.0] >= g.op(v).release_ns,
+                    "seed {seed}: {}",
+                    k.rule
+                );
+            }
+            concerto_rcpsp::check(&lowered.problem, &crate::lower::schedule_of(&t))
+                .unwrap_or_else(|e| panic!("seed {seed}: {}: {e}", k.rule));
         }
     }
 }

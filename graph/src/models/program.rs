@@ -202,6 +202,8 @@ pub(crate) fn compute(
         duration_ns: None,
         operand_dtype: None,
         live_out: false,
+        release_ns: 0,
+        lane: 0,
     }
 }
 
@@ -230,6 +232,8 @@ pub(crate) fn collective(
         duration_ns: None,
         operand_dtype: None,
         live_out: false,
+        release_ns: 0,
+        lane: 0,
     }
 }
 
