@@ -1,5 +1,10 @@
-//! `concerto import`: read an exported graph (XLA HLO text, or a native graph JSON such as
-//! the PyTorch adapter writes), cost it, and write the native graph format.
+//! `concerto import`: read an exported graph (XLA HLO text, a PyTorch profiler trace, or a
+//! native graph JSON such as the PyTorch adapter writes), cost it, and write the native graph
+//! format.
+//!
+//! For a profiler trace it also prints the step's measured GPU time and the recorded order
+//! replayed by the simulator with the measured durations and release times
+//! ([`concerto_extract::kineto::replay`]), and the error between the two.
 //!
 //! Besides the counts and durations it prints the module's memory ([`memory`]): the resident
 //! bytes (the entry parameters), the step's outputs (what reaches the entry's root), the peak
@@ -23,9 +28,13 @@ use crate::Failure;
 /// Arguments of `concerto import`.
 #[derive(Args, Debug)]
 pub(crate) struct ImportArgs {
-    /// The graph: an HLO text module (`.hlo` / `.txt`, as `--xla_dump_hlo_as_text` writes it)
-    /// or a native graph JSON (`.json`, e.g. from `python -m concerto_torch.export`).
+    /// The graph: an HLO text module (`.hlo` / `.txt`, as `--xla_dump_hlo_as_text` writes it),
+    /// a PyTorch profiler trace (`.json` / `.json.gz` with `traceEvents`), or a native graph
+    /// JSON (`.json`, e.g. from `python -m concerto_torch.export`).
     pub(crate) file: PathBuf,
+    /// For a profiler trace: import `ProfilerStep#N` (default: the median step).
+    #[arg(long, value_name = "N")]
+    pub(crate) step: Option<u64>,
     /// Hardware profile that costs the ops in the summary.
     #[arg(long, default_value = "h100")]
     pub(crate) hardware: String,
@@ -73,6 +82,22 @@ struct ImportJson {
     /// See [`ImportJson::schedule_ns`].
     #[serde(skip_serializing_if = "Option::is_none")]
     schedule_peak_bytes: Option<u64>,
+    /// A profiler trace: the imported step (`ProfilerStep#N`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step: Option<String>,
+    /// A profiler trace: the step's measured GPU span (first kernel start to last end).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    measured_step_ns: Option<u64>,
+    /// A profiler trace: the recorded order simulated with the measured durations and release
+    /// times, without contention.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replay_ns: Option<u64>,
+    /// `100 (replay - measured) / measured`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    replay_error_pct: Option<f64>,
+    /// A profiler trace: everything else the importer measured and decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace: Option<concerto_extract::kineto::TraceReport>,
     warnings: Vec<String>,
     time_s: f64,
 }
@@ -80,13 +105,38 @@ struct ImportJson {
 pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     let began = Instant::now();
     let hardware = Hardware::by_name(&args.hardware)?.with_gpus_per_node(args.gpus_per_node)?;
-    let options = import_options(args.gpus_per_node, &args.trip_counts)?;
-    // An HLO module is lowered (with its report); anything else is read as a native graph.
-    let (graph, report) = if concerto_extract::read::is_hlo(&args.file) {
+    let mut options = import_options(args.gpus_per_node, &args.trip_counts)?;
+    options.trace_step = args.step;
+    // An HLO module is lowered (with its report); anything else is a trace or a native graph.
+    let (graph, report, trace) = if concerto_extract::read::is_hlo(&args.file) {
+        if args.step.is_some() {
+            return Err(anyhow::anyhow!(
+                "--step picks a step of a profiler trace, not of an HLO module"
+            )
+            .into());
+        }
         let (g, r) = concerto_extract::read::read_hlo(&args.file, &options)?;
-        (g, Some(r))
+        (g, Some(r), None)
     } else {
-        (crate::io::read_graph_with(&args.file, &options)?, None)
+        let imported = crate::io::read_input(&args.file, &options)?;
+        if args.step.is_some() && imported.trace.is_none() {
+            return Err(anyhow::anyhow!(
+                "--step picks a step of a profiler trace; {} is a native graph",
+                args.file.display()
+            )
+            .into());
+        }
+        (imported.graph, None, imported.trace)
+    };
+    // A trace's durations are measured, contention included: no slowdown on top.
+    let hardware = if trace.is_some() {
+        hardware.with_contention(1.0)?
+    } else {
+        hardware
+    };
+    let replay = match &trace {
+        Some(_) => Some(concerto_extract::kineto::replay(&graph)?),
+        None => None,
     };
     if let Some(path) = &args.output {
         write_graph(path, &graph)?;
@@ -127,7 +177,19 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
         peak_lower_bound_bytes: lower,
         schedule_ns: own.map(|o| o.0),
         schedule_peak_bytes: own.map(|o| o.1),
-        warnings: report.map(|r| r.warnings).unwrap_or_default(),
+        step: trace.as_ref().map(|t| t.step.clone()),
+        measured_step_ns: trace.as_ref().map(|t| t.measured_step_ns),
+        replay_ns: replay,
+        replay_error_pct: trace
+            .as_ref()
+            .zip(replay)
+            .map(|(t, r)| error_pct(r, t.measured_step_ns)),
+        warnings: match (&report, &trace) {
+            (Some(r), _) => r.warnings.clone(),
+            (None, Some(t)) => t.warnings.clone(),
+            (None, None) => Vec::new(),
+        },
+        trace,
         time_s: began.elapsed().as_secs_f64(),
     };
     if args.json {
@@ -135,9 +197,10 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
         return Ok(());
     }
     println!("module        {}", out.module);
-    match out.instructions {
-        Some(n) => println!("instructions  {n} in the entry computation"),
-        None => println!("format        native graph JSON"),
+    match (out.instructions, &out.trace) {
+        (Some(n), _) => println!("instructions  {n} in the entry computation"),
+        (None, Some(t)) => print_trace(t, out.replay_ns.unwrap_or(0)),
+        (None, None) => println!("format        native graph JSON"),
     }
     println!(
         "ops           {} ({} collectives)",
@@ -159,9 +222,13 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     );
     println!("links         {}", out.links.join(", "));
     println!(
-        "compute       {:.3} ms on {} (sum of op durations)",
+        "compute       {:.3} ms {} (sum of op durations)",
         compute as f64 / 1e6,
-        out.hardware
+        if out.trace.is_some() {
+            "measured".to_string()
+        } else {
+            format!("on {}", out.hardware)
+        }
     );
     println!(
         "communication {:.3} ms (sum of collective durations)",
@@ -190,4 +257,58 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     }
     println!("time          {:.2} s", out.time_s);
     Ok(())
+}
+
+/// `100 (x - reference) / reference`, rounded to 0.01.
+fn error_pct(x: u64, reference: u64) -> f64 {
+    if reference == 0 {
+        return 0.0;
+    }
+    ((x as f64 - reference as f64) / reference as f64 * 1e4).round() / 100.0
+}
+
+/// The trace's lines of the summary.
+fn print_trace(t: &concerto_extract::kineto::TraceReport, replay: u64) {
+    println!(
+        "format        PyTorch profiler trace{}{}",
+        t.device
+            .as_ref()
+            .map(|d| format!(", {d}"))
+            .unwrap_or_default(),
+        match (t.rank, t.world_size) {
+            (Some(r), Some(w)) => format!(", rank {r} of {w}"),
+            _ => String::new(),
+        }
+    );
+    let steps: Vec<String> = t
+        .steps
+        .iter()
+        .map(|s| format!("{} {:.3} ms", s.name, s.measured_ns as f64 / 1e6))
+        .collect();
+    println!("steps         {}", steps.join(", "));
+    println!(
+        "step          {} (measured GPU span {:.3} ms)",
+        t.step,
+        t.measured_step_ns as f64 / 1e6
+    );
+    println!(
+        "replay        {:.3} ms: the recorded order simulated with the measured durations and \
+         launch times ({:+.2} %)",
+        replay as f64 / 1e6,
+        error_pct(replay, t.measured_step_ns)
+    );
+    let streams: Vec<String> = t
+        .streams
+        .iter()
+        .map(|s| format!("{} -> {} ({} ops)", s.cuda_stream, s.stream, s.ops))
+        .collect();
+    println!("streams       {}", streams.join(", "));
+    println!(
+        "waits         {} exact, {} inferred, {} moved, {} dropped, {} outside the step",
+        t.waits.exact, t.waits.inferred, t.waits.moved, t.waits.dropped, t.waits.outside
+    );
+    println!(
+        "launch        latency {:.1} us added to every CPU launch time",
+        t.launch_latency_ns as f64 / 1e3
+    );
 }

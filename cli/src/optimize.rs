@@ -84,9 +84,21 @@ fn row_cells(label: &str, s: &Scheduled, po: u64, bound: u64) -> Vec<String> {
 pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
     // The time limit covers the import too.
     let started = std::time::Instant::now();
-    let input = read_input(&args.graph, &args.opts.import_options()?)?;
+    let mut options = args.opts.import_options()?;
+    options.trace_step = args.opts.step;
+    options.trace_launch_times = !args.opts.no_launch_times;
+    let input = read_input(&args.graph, &options)?;
     let graph = input.graph;
     let mut pipeline = args.opts.pipeline()?;
+    // A profiler trace's durations are measured beside the collectives that ran, so they
+    // contain the slowdown: no contention on top unless asked for.
+    if input.trace.is_some() && args.opts.contention.is_none() {
+        pipeline.config.hardware = pipeline.config.hardware.clone().with_contention(1.0)?;
+    }
+    let recorded = match &input.trace {
+        Some(t) => Some((t, concerto_extract::kineto::replay(&graph)?)),
+        None => None,
+    };
     if let Some(plan) = input.schedule {
         // The module's own schedule (XLA's, for a compiled module) is the `xla` baseline.
         pipeline.config.schedule.module_schedule = Some(
@@ -152,10 +164,37 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         s.ops,
         s.collectives
     );
-    println!(
-        "hardware     {} (compute {:.2}x slower while a collective runs)",
-        args.opts.hardware, s.contention
-    );
+    match recorded {
+        Some((t, replay)) => {
+            println!(
+                "trace        {}: measured {} ms; the program order is the recorded order \
+                 (replayed {} ms); measured durations{}{}",
+                t.step,
+                ms(t.measured_step_ns),
+                ms(replay),
+                if args.opts.no_launch_times {
+                    ", launch times dropped (--no-launch-times)"
+                } else {
+                    " and launch times"
+                },
+                if args.opts.contention.is_none() {
+                    ", no contention on top (the measured durations contain it)"
+                } else {
+                    ""
+                }
+            );
+            if s.contention > 1.0 {
+                println!(
+                    "hardware     compute {:.2}x slower while a collective runs (--contention)",
+                    s.contention
+                );
+            }
+        }
+        None => println!(
+            "hardware     {} (compute {:.2}x slower while a collective runs)",
+            args.opts.hardware, s.contention
+        ),
+    }
     println!(
         "lower bound  {} ms  ({} binds; {})",
         ms(s.lower_bound_ns),

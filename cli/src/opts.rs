@@ -89,9 +89,17 @@ pub(crate) struct OptimizeOpts {
     /// Repeatable; wins over the loop's `backend_config`.
     #[arg(long = "trip-count", value_name = "NAME=N", value_parser = parse_trip_count)]
     pub(crate) trip_counts: Vec<(String, u64)>,
-    /// Compute slowdown while a collective runs (default: the profile's).
+    /// Compute slowdown while a collective runs (default: the profile's; 1 for a profiler
+    /// trace, whose measured durations contain it).
     #[arg(long, value_name = "X")]
     pub(crate) contention: Option<f64>,
+    /// For a profiler trace: import `ProfilerStep#N` (default: the median step).
+    #[arg(long, value_name = "N")]
+    pub(crate) step: Option<u64>,
+    /// For a profiler trace: drop the CPU launch times, as if every launch cost nothing (a
+    /// CUDA graph): what the GPU alone would take, in the recorded order and in concerto's.
+    #[arg(long)]
+    pub(crate) no_launch_times: bool,
     /// The exact solver of the windows (`concerto solvers` lists them).
     #[arg(long, default_value_t = default_solver().to_string())]
     pub(crate) solver: String,

@@ -7,7 +7,7 @@ use clap::Args;
 use concerto_graph::{trace, StreamPlan};
 use serde::Serialize;
 
-use crate::io::{read_graph_with, write};
+use crate::io::{read_input, write};
 use crate::opts::{import_options, parse_trip_count};
 use crate::report::{gib, ms};
 use crate::Failure;
@@ -68,15 +68,18 @@ struct SimulateJson {
 }
 
 pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
-    let graph = read_graph_with(
+    let input = read_input(
         &args.graph,
         &import_options(args.gpus_per_node, &args.trip_counts)?,
     )?;
+    let graph = input.graph;
     let hw = concerto_graph::Hardware::by_name(&args.hardware)?
         .with_gpus_per_node(args.gpus_per_node)?;
-    let hardware = match args.contention {
-        Some(c) => hw.with_contention(c)?,
-        None => hw,
+    // A profiler trace's measured durations contain the slowdown: none on top by default.
+    let hardware = match (args.contention, &input.trace) {
+        (Some(c), _) => hw.with_contention(c)?,
+        (None, Some(_)) => hw.with_contention(1.0)?,
+        (None, None) => hw,
     };
     let text = std::fs::read_to_string(&args.plan)
         .with_context(|| format!("reading {}", args.plan.display()))?;

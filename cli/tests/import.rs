@@ -65,8 +65,8 @@ fn import_reads_a_native_graph_json_too() {
     let dir = scratch("import-native");
     let path = dir.join("gpt.json").display().to_string();
     let o = concerto(&[
-        "model", "gpt", "--layers", "1", "--hidden", "512", "--heads", "8", "--seq", "256",
-        "--dp", "2", "-o", &path,
+        "model", "gpt", "--layers", "1", "--hidden", "512", "--heads", "8", "--seq", "256", "--dp",
+        "2", "-o", &path,
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let o = concerto(&["import", &path]);
@@ -77,7 +77,10 @@ fn import_reads_a_native_graph_json_too() {
     let o = concerto(&["import", &path, "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert!(v.get("instructions").is_none(), "no HLO instructions for a native graph");
+    assert!(
+        v.get("instructions").is_none(),
+        "no HLO instructions for a native graph"
+    );
     let graph: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     assert_eq!(

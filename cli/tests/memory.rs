@@ -26,7 +26,14 @@ fn optimize_keeps_the_budget_and_simulate_checks_the_plan() {
     let graph = small_gpt(&dir);
     let plan = dir.join("plan.json").display().to_string();
     let o = concerto(&[
-        "optimize", &graph, "--work-limit", "300", "--memory-budget", "100%", "--json", "--plan",
+        "optimize",
+        &graph,
+        "--work-limit",
+        "300",
+        "--memory-budget",
+        "100%",
+        "--json",
+        "--plan",
         &plan,
     ]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -36,33 +43,67 @@ fn optimize_keeps_the_budget_and_simulate_checks_the_plan() {
         .as_u64()
         .unwrap();
     assert_eq!(budget, program, "100% is program order's peak");
-    let peak = v["schedulers"]["concerto"]["peak_memory_bytes"].as_u64().unwrap();
+    let peak = v["schedulers"]["concerto"]["peak_memory_bytes"]
+        .as_u64()
+        .unwrap();
     assert!(peak <= budget, "{peak} > {budget}");
     assert!(v["peak_lower_bound_bytes"].as_u64().unwrap() <= peak);
     // simulate's checker agrees: within the same budget, and over a smaller one (exit 1,
     // naming when and what was live).
-    let o = concerto(&["simulate", &graph, "--plan", &plan, "--memory-budget", "100%"]);
+    let o = concerto(&[
+        "simulate",
+        &graph,
+        "--plan",
+        &plan,
+        "--memory-budget",
+        "100%",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stdout(&o).contains("within"), "{}", stdout(&o));
     let tight = (peak - 1).to_string();
-    let o = concerto(&["simulate", &graph, "--plan", &plan, "--memory-budget", &tight]);
+    let o = concerto(&[
+        "simulate",
+        &graph,
+        "--plan",
+        &plan,
+        "--memory-budget",
+        &tight,
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(stdout(&o).contains("over"), "{}", stdout(&o));
-    assert!(stdout(&o).contains("largest tensors live"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("largest tensors live"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
 fn a_budget_under_the_floor_is_a_clear_error() {
     let dir = scratch("memfloor");
     let graph = small_gpt(&dir);
-    let o = concerto(&["optimize", &graph, "--work-limit", "100", "--memory-budget", "1MiB"]);
+    let o = concerto(&[
+        "optimize",
+        &graph,
+        "--work-limit",
+        "100",
+        "--memory-budget",
+        "1MiB",
+    ]);
     assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
     let e = stderr(&o);
     assert!(e.contains("no plan within the memory budget"), "{e}");
-    assert!(e.contains("smallest peak found") && e.contains("no order"), "{e}");
+    assert!(
+        e.contains("smallest peak found") && e.contains("no order"),
+        "{e}"
+    );
     let o = concerto(&["optimize", &graph, "--memory-budget", "lots"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("memory budget `lots`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("memory budget `lots`"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -85,7 +126,10 @@ fn pareto_json_and_svg_show_the_same_points() {
     let v = json(&o);
     let points = v["points"].as_array().expect("points");
     assert!(points.len() >= 2, "{v}");
-    assert!(points[0]["budget_bytes"].is_null(), "the unbounded run first");
+    assert!(
+        points[0]["budget_bytes"].is_null(),
+        "the unbounded run first"
+    );
     for p in &points[1..] {
         let b = p["budget_bytes"].as_u64().unwrap();
         assert!(p["peak_bytes"].as_u64().unwrap() <= b, "{p}");

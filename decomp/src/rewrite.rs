@@ -158,6 +158,8 @@ pub fn rewrite(
                 duration_ns: in_place.then_some(1),
                 operand_dtype: None,
                 live_out: op.live_out,
+                release_ns: 0,
+                lane: 0,
             };
             let ins: Vec<(OpId, usize)> = (0..n as usize).map(|i| (OpId(base.0 + i), 0)).collect();
             join[o.0] = Some(b.try_add(j, &ins)?);

@@ -1,13 +1,16 @@
 //! Reading a graph from any supported file, by its extension.
 //!
-//! `.hlo` and `.txt` are XLA HLO text modules ([`crate::hlo`]); anything else is read as the
-//! native JSON graph format ([`Graph::from_json`]). Every error names the file.
+//! `.hlo` and `.txt` are XLA HLO text modules ([`crate::hlo`]); anything else is JSON,
+//! gzipped or not (by its magic number): a PyTorch profiler trace ([`crate::kineto`]) when it
+//! has a `traceEvents` key, else the native JSON graph format ([`Graph::from_json`]). Every
+//! error names the file.
 
 use std::path::{Path, PathBuf};
 
 use concerto_graph::{Graph, GraphError, StreamPlan};
 
 use crate::hlo::{self, HloError, ImportOptions, ImportReport};
+use crate::kineto::{self, TraceError, TraceOptions, TraceReport};
 
 /// Why a graph file could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -28,6 +31,14 @@ pub enum ReadError {
         path: PathBuf,
         /// Where and why (line and column for parse errors).
         source: HloError,
+    },
+    /// The profiler trace is malformed, or has no step to import.
+    #[error("importing trace {path}: {source}")]
+    Trace {
+        /// The file.
+        path: PathBuf,
+        /// Where and why (the event index, or line and column).
+        source: TraceError,
     },
     /// The native JSON graph is malformed or invalid.
     #[error("reading graph {path}: {source}")]
@@ -77,8 +88,44 @@ pub struct Imported {
     /// The importer's warnings (unknown opcodes costed as memory-bound ops, and the like).
     pub warnings: Vec<String>,
     /// The schedule the file carried, as a stream plan of `graph`: a scheduled HLO module's
-    /// own sequence (XLA's, for a compiled module; [`hlo::sequence_plan`]).
+    /// own sequence (XLA's, for a compiled module; [`hlo::sequence_plan`]). A profiler trace's
+    /// recorded order is the graph's program order instead, so it is `None` there.
     pub schedule: Option<StreamPlan>,
+    /// For a profiler trace: the step, its measured time and how it was read.
+    pub trace: Option<TraceReport>,
+}
+
+/// What a non-HLO file holds.
+enum Json {
+    Trace(Graph, TraceReport),
+    Graph(Graph),
+}
+
+/// Reads a JSON file (gzipped or not): a profiler trace or a native graph.
+fn read_json(path: &Path, options: &ImportOptions) -> Result<Json, ReadError> {
+    let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let trace_err = |source| ReadError::Trace {
+        path: path.to_path_buf(),
+        source,
+    };
+    let text = kineto::decode(&bytes).map_err(trace_err)?;
+    if kineto::looks_like_trace(&text) {
+        let trace_options = TraceOptions {
+            step: options.trace_step,
+            gpus_per_node: options.gpus_per_node,
+            launch_times: options.trace_launch_times,
+        };
+        let (graph, report) = kineto::import(&text, &trace_options).map_err(trace_err)?;
+        return Ok(Json::Trace(graph, report));
+    }
+    let graph = Graph::from_json(&text).map_err(|source| ReadError::Graph {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(Json::Graph(graph))
 }
 
 /// Reads the graph at `path` (see the module docs), with the importer's warnings and the
@@ -101,32 +148,36 @@ pub fn read_imported(path: &Path, options: &ImportOptions) -> Result<Imported, R
             graph,
             warnings: report.warnings,
             schedule,
+            trace: None,
         });
     }
-    let (graph, warnings) = read_graph(path, options)?;
-    Ok(Imported {
-        graph,
-        warnings,
-        schedule: None,
+    Ok(match read_json(path, options)? {
+        Json::Trace(graph, report) => Imported {
+            graph,
+            warnings: report.warnings.clone(),
+            schedule: None,
+            trace: Some(report),
+        },
+        Json::Graph(graph) => Imported {
+            graph,
+            warnings: Vec::new(),
+            schedule: None,
+            trace: None,
+        },
     })
 }
 
-/// Reads the graph at `path` (see the module docs). For an HLO module, also returns the
-/// importer's warnings (unknown opcodes costed as memory-bound ops, and the like).
+/// Reads the graph at `path` (see the module docs). For an HLO module or a trace, also returns
+/// the importer's warnings (unknown opcodes costed as memory-bound ops, and the like).
 pub fn read_graph(path: &Path, options: &ImportOptions) -> Result<(Graph, Vec<String>), ReadError> {
     if is_hlo(path) {
         let (graph, report) = read_hlo(path, options)?;
         return Ok((graph, report.warnings));
     }
-    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let graph = Graph::from_json(&text).map_err(|source| ReadError::Graph {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    Ok((graph, Vec::new()))
+    Ok(match read_json(path, options)? {
+        Json::Trace(graph, report) => (graph, report.warnings),
+        Json::Graph(graph) => (graph, Vec::new()),
+    })
 }
 
 #[cfg(test)]

@@ -60,7 +60,11 @@ fn import(text: &str) -> Result<Result<(), HloError>, String> {
 #[test]
 fn the_sample_imports_as_the_manifest_says() {
     let rows = manifest();
-    assert!(rows.len() >= 100, "only {} modules in the sample", rows.len());
+    assert!(
+        rows.len() >= 100,
+        "only {} modules in the sample",
+        rows.len()
+    );
     let accepted = rows.iter().filter(|r| r.xla == "accepted").count();
     assert!(accepted >= 80, "only {accepted} modules XLA accepts");
     let mut failures = Vec::new();
@@ -93,7 +97,10 @@ fn the_sample_imports_as_the_manifest_says() {
                 Ok(()) => "imported".to_string(),
                 Err(e) => format!("error: {e}"),
             };
-            failures.push(format!("{}: expected {}, got {got}", row.file, row.concerto));
+            failures.push(format!(
+                "{}: expected {}, got {got}",
+                row.file, row.concerto
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));

@@ -249,6 +249,8 @@ pub fn fuse_ops(
                 duration_ns: None,
                 operand_dtype: None,
                 live_out: origin.iter().any(|&o| graph.op(o).live_out),
+                release_ns: 0,
+                lane: 0,
             };
             let ins: Vec<(OpId, usize)> = origin
                 .iter()

@@ -22,6 +22,8 @@ fn view(name: String, outputs: Vec<Tensor>, live_out: bool) -> Op {
         duration_ns: Some(1),
         operand_dtype: None,
         live_out,
+        release_ns: 0,
+        lane: 0,
     }
 }
 
@@ -192,6 +194,8 @@ pub(crate) fn rewrite_found(
                             operand_dtype: None,
                             // The last accumulate is this rank's reduced shard: the result.
                             live_out: coll.live_out && j + 1 == steps,
+                            release_ns: 0,
+                            lane: 0,
                         };
                         let mut ins = vec![(chunks[j as usize + 1], 0), (step, 0)];
                         ins.sort_unstable();

@@ -128,6 +128,12 @@ pub struct ImportOptions {
     /// loop's `backend_config`. The name applies to every `while` of that name in any
     /// computation; a name that is no `while` of the module is an error.
     pub trip_counts: BTreeMap<String, u64>,
+    /// For a profiler trace read through [`crate::read`]: which `ProfilerStep#N` to import;
+    /// `None` the median step ([`crate::kineto::TraceOptions::step`]). HLO modules ignore it.
+    pub trace_step: Option<u64>,
+    /// For a profiler trace: whether ops get release times from their CPU launches
+    /// ([`crate::kineto::TraceOptions::launch_times`]; default true).
+    pub trace_launch_times: bool,
 }
 
 impl Default for ImportOptions {
@@ -137,6 +143,8 @@ impl Default for ImportOptions {
             devices: 8,
             max_unrolled: 2_000_000,
             trip_counts: BTreeMap::new(),
+            trace_step: None,
+            trace_launch_times: true,
         }
     }
 }
