@@ -289,9 +289,14 @@ pub(super) fn build(
 
     // The graph, in measured start order (every dependency points forward in it).
     let shapes = ShapeIndex::new(&trace.shaped);
+    let base = if trace.steps.is_empty() {
+        "trace".to_string()
+    } else {
+        steps.names[chosen].replace('#', "")
+    };
     let mut b = GraphBuilder::new(match trace.rank {
-        Some(r) => format!("{}.rank{r}", steps.names[chosen].replace('#', "")),
-        None => steps.names[chosen].replace('#', ""),
+        Some(r) => format!("{base}.rank{r}"),
+        None => base,
     });
     let group = trace.world_size.filter(|&w| w >= 2).unwrap_or(2) as u32;
     if trace.world_size.is_none() && !comm_streams.is_empty() {
