@@ -104,7 +104,7 @@ struct ImportJson {
 
 pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     let began = Instant::now();
-    let hardware = Hardware::by_name(&args.hardware)?.with_gpus_per_node(args.gpus_per_node)?;
+    let hardware = Hardware::load(&args.hardware)?.with_gpus_per_node(args.gpus_per_node)?;
     let mut options = import_options(args.gpus_per_node, &args.trip_counts)?;
     options.trace_step = args.step;
     // An HLO module is lowered (with its report); anything else is a trace or a native graph.

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod ablation_bench;
 mod bench;
+mod calibrate;
 mod check;
 mod decompose;
 mod graphs_bench;
@@ -41,9 +42,12 @@ enum Command {
     Solve(solve::SolveArgs),
     /// Check a schedule (JSON) against a problem; exit 1 and list violations if invalid.
     Check(check::CheckArgs),
-    /// Import a graph (an XLA HLO text module, or a native graph JSON such as the PyTorch
-    /// adapter writes), costed on a hardware profile.
+    /// Import a graph (an XLA HLO text module, a PyTorch profiler trace, or a native graph
+    /// JSON such as the PyTorch adapter writes), costed on a hardware profile.
     Import(import::ImportArgs),
+    /// Compare the cost model with a PyTorch profiler trace's measured kernels, per class;
+    /// fit a profile to them (`-o FILE`, for `--hardware FILE`).
+    Calibrate(calibrate::CalibrateArgs),
     /// Build a training-step graph of a model under a parallel plan.
     Model(model::ModelArgs),
     /// Schedule a training-step graph; compare with program order, an XLA-LHS-like and an
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Command::Solve(args) => solve::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Import(args) => import::run(&args),
+        Command::Calibrate(args) => calibrate::run(&args),
         Command::Model(args) => model::run(&args),
         Command::Optimize(args) => optimize::run(&args),
         Command::Simulate(args) => simulate::run(&args),

@@ -76,8 +76,9 @@ const DEFAULT_TIME_LIMIT_S: f64 = 10.0;
 /// Options shared by `concerto optimize` and the commands built on the same pipeline.
 #[derive(Args, Debug, Clone)]
 pub(crate) struct OptimizeOpts {
-    /// Hardware profile: `h100` (measured tables), `a800` (roofline, the paper's cluster) or
-    /// `a800-pcie` (the same without NVLink).
+    /// Hardware profile: `h100` (measured tables), `a800` (roofline, the paper's cluster),
+    /// `a800-pcie` (the same without NVLink), `a100`, `v100` (roofline), or a fitted profile
+    /// file (`concerto calibrate -o FILE`).
     #[arg(long, default_value = "h100")]
     pub(crate) hardware: String,
     /// GPUs per node: decides which collectives of an imported `.hlo` cross nodes, and the
@@ -241,7 +242,7 @@ impl OptimizeOpts {
 
     /// The hardware profile of `--hardware`, `--gpus-per-node` and `--contention`.
     pub(crate) fn hardware(&self) -> anyhow::Result<Hardware> {
-        let hw = Hardware::by_name(&self.hardware)?.with_gpus_per_node(self.gpus_per_node)?;
+        let hw = Hardware::load(&self.hardware)?.with_gpus_per_node(self.gpus_per_node)?;
         Ok(match self.contention {
             Some(c) => hw.with_contention(c)?,
             None => hw,

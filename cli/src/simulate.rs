@@ -73,8 +73,8 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
         &import_options(args.gpus_per_node, &args.trip_counts)?,
     )?;
     let graph = input.graph;
-    let hw = concerto_graph::Hardware::by_name(&args.hardware)?
-        .with_gpus_per_node(args.gpus_per_node)?;
+    let hw =
+        concerto_graph::Hardware::load(&args.hardware)?.with_gpus_per_node(args.gpus_per_node)?;
     // A profiler trace's measured durations contain the slowdown: none on top by default.
     let hardware = match (args.contention, &input.trace) {
         (Some(c), _) => hw.with_contention(c)?,

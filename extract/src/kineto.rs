@@ -49,6 +49,7 @@
 //! dependencies; and Lumos (Liang et al., MLSys 2025), which replays such traces.
 
 mod build;
+pub mod calibrate;
 mod classify;
 mod events;
 
@@ -197,6 +198,10 @@ pub struct TraceReport {
     /// Each op's measured `(start, end)` in ns from the step's first start, by op id.
     #[serde(skip)]
     pub measured: Vec<(u64, u64)>,
+    /// Each op's kernel identity, by op id: its full name, grid and block (runs of one kernel
+    /// on the same launch shape, which the contention estimate compares).
+    #[serde(skip)]
+    pub signature: Vec<String>,
     /// What the importer guessed or left out.
     pub warnings: Vec<String>,
 }

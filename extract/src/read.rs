@@ -97,7 +97,7 @@ pub struct Imported {
 
 /// What a non-HLO file holds.
 enum Json {
-    Trace(Graph, TraceReport),
+    Trace(Graph, Box<TraceReport>),
     Graph(Graph),
 }
 
@@ -119,7 +119,7 @@ fn read_json(path: &Path, options: &ImportOptions) -> Result<Json, ReadError> {
             launch_times: options.trace_launch_times,
         };
         let (graph, report) = kineto::import(&text, &trace_options).map_err(trace_err)?;
-        return Ok(Json::Trace(graph, report));
+        return Ok(Json::Trace(graph, Box::new(report)));
     }
     let graph = Graph::from_json(&text).map_err(|source| ReadError::Graph {
         path: path.to_path_buf(),
@@ -156,7 +156,7 @@ pub fn read_imported(path: &Path, options: &ImportOptions) -> Result<Imported, R
             graph,
             warnings: report.warnings.clone(),
             schedule: None,
-            trace: Some(report),
+            trace: Some(*report),
         },
         Json::Graph(graph) => Imported {
             graph,

@@ -310,3 +310,89 @@ fn gzipped_traces_decode() {
     assert_eq!(kineto::decode(&bytes).unwrap(), text);
     assert!(kineto::looks_like_trace(&text));
 }
+
+/// A rank of a 2-rank job: all-reduces of three sizes whose times follow a known ring (alpha
+/// 10 us per step, 50 GB/s), device copies at 1 TB/s, and one elementwise kernel run four
+/// times alone (2 us) and four times beside an all-reduce (3 us).
+fn calibration_trace() -> String {
+    let mut events = Vec::new();
+    let mut corr = 0;
+    let mut t = 0.0;
+    let mut next = |events: &mut Vec<Value>, mut k: Value, at: f64| {
+        corr += 1;
+        events.push(launch(corr, at - 5.0));
+        k["args"]["correlation"] = json!(corr);
+        events.push(k);
+    };
+    for (i, bytes) in [1u64 << 20, 8 << 20, 64 << 20, 8 << 20]
+        .into_iter()
+        .enumerate()
+    {
+        // 2 ranks: 2 (1/2) B / bw + 2 steps of alpha.
+        let us = bytes as f64 / 50e9 * 1e6 + 2.0 * 10.0;
+        let mut ar = kernel(
+            "ncclKernel_AllReduce_RING_LL_Sum_float(x)",
+            0,
+            13,
+            t + 10.0,
+            us,
+        );
+        ar["args"]["Out msg nelems"] = json!(bytes / 4);
+        ar["args"]["dtype"] = json!("Float");
+        next(&mut events, ar, t + 10.0);
+        // Beside it on the compute stream: the elementwise kernel, slowed to 3 us.
+        next(
+            &mut events,
+            kernel("vectorized_elementwise_kernel<4>", 0, 7, t + 10.0, 3.0),
+            t + 10.0,
+        );
+        t += 10.0 + us + 10.0;
+        // Alone: 2 us; then a device copy of 8 MB read and written at 1 TB/s (16 us).
+        next(
+            &mut events,
+            kernel("vectorized_elementwise_kernel<4>", 0, 7, t, 2.0),
+            t,
+        );
+        let mut cp = json!({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)",
+            "pid": 0, "tid": 7, "ts": t + 5.0, "dur": 16.0,
+            "args": {"stream": 7, "bytes": 8_000_000}});
+        cp["args"]["device"] = json!(0);
+        next(&mut events, cp, t + 5.0);
+        t += 40.0 + i as f64;
+    }
+    trace(events)
+}
+
+#[test]
+fn calibration_recovers_a_known_ring_copy_bandwidth_and_contention() {
+    use concerto_graph::hardware::Hardware;
+    let (g, r) = import(&calibration_trace());
+    let hw = Hardware::a100();
+    let c = kineto::calibrate::calibrate(&g, &r, &hw, "hand-made");
+    let ring = c.fit.collective.as_ref().expect("a ring fitted");
+    assert!((ring.bytes_per_sec / 50e9 - 1.0).abs() < 1e-3, "{ring:?}");
+    assert!((ring.alpha_ns - 10_000.0).abs() < 10.0, "{ring:?}");
+    assert!(
+        c.fit.collective_scale.is_empty(),
+        "{:?}",
+        c.fit.collective_scale
+    );
+    let rows: Vec<&str> = c.rows.iter().map(|x| x.class.as_str()).collect();
+    assert_eq!(rows, vec!["all-reduce", "memory"]);
+    // a100 HBM: 2.039 TB/s; the copies ran at 1 TB/s: the memory-bound classes get x2.039.
+    let scale = c.fit.compute_scale["elementwise"];
+    assert!((scale - 2.039).abs() < 0.01, "{scale}");
+    let k = c.contention.as_ref().expect("a contention estimate");
+    assert_eq!(
+        (k.factor, k.kernels, k.overlapped_runs, k.alone_runs),
+        (1.5, 1, 4, 4)
+    );
+    assert_eq!(c.fit.contention, Some(1.5));
+    // The fitted profile costs the same step's modelled ops as measured.
+    let fitted = Hardware::fitted(&c.fit).unwrap();
+    let again = kineto::calibrate::calibrate(&g, &r, &fitted, "hand-made");
+    for row in &again.rows {
+        assert!(row.error_pct.abs() < 0.5, "{row:?}");
+    }
+    assert_eq!(c.unmodelled.get("elementwise"), Some(&8));
+}

@@ -219,12 +219,14 @@
 //!   Large-Scale Deep Learning", ASPLOS 2025: the 32 × A800 setting (NVLink 400 GB/s,
 //!   800 Gb/s between nodes).
 
+mod fit;
 mod profile;
 mod ring;
 mod tables;
 #[cfg(test)]
 mod tests;
 
+pub use fit::{class_name, Fit, FitRing};
 pub use profile::Hardware;
 
 const NS_PER_S: f64 = 1e9;

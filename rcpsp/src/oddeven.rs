@@ -69,7 +69,6 @@ use window::{TimeIndex, Window};
 /// Time units across a window's sub-problem (see the module docs).
 pub const RESOLUTION: Time = 1_000;
 
-
 /// Configuration of the odd-even driver.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
@@ -564,7 +563,8 @@ mod tests {
 
     impl Admission for NotBefore {
         fn admits(&self, starts: &[Time]) -> bool {
-            self.calls.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.calls
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             starts[self.a] >= self.at
         }
     }

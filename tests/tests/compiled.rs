@@ -38,20 +38,33 @@ fn compiled_corpus_imports_and_concerto_is_never_behind_xla() {
         .filter(|p| p.to_string_lossy().ends_with(".gpu.hlo"))
         .collect();
     modules.sort();
-    assert!(modules.len() >= 8, "{} modules in {}", modules.len(), dir.display());
+    assert!(
+        modules.len() >= 8,
+        "{} modules in {}",
+        modules.len(),
+        dir.display()
+    );
     let hw = Hardware::h100();
     let solver: Arc<dyn Solver> = concerto_backends::registry().get("pumpkin").unwrap().into();
     let mut wrapped = 0;
     for path in &modules {
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let imported = read_imported(path, &ImportOptions::default())
-            .unwrap_or_else(|e| panic!("{e}"));
+        let imported =
+            read_imported(path, &ImportOptions::default()).unwrap_or_else(|e| panic!("{e}"));
         for w in &imported.warnings {
             let lower = w.to_ascii_lowercase();
             assert!(
-                !["cublas", "cudnn", "attention", "fmha", "all-", "reduce-scatter", "collective"]
-                    .iter()
-                    .any(|k| lower.contains(k)),
+                ![
+                    "cublas",
+                    "cudnn",
+                    "attention",
+                    "fmha",
+                    "all-",
+                    "reduce-scatter",
+                    "collective"
+                ]
+                .iter()
+                .any(|k| lower.contains(k)),
                 "{name}: {w}"
             );
         }
@@ -107,5 +120,8 @@ fn compiled_corpus_imports_and_concerto_is_never_behind_xla() {
             "{name}: memory model {peak} B vs XLA's buffer assignment {xla_peak} B ({ratio:.2}): {over}"
         );
     }
-    assert!(wrapped >= 2, "{wrapped} modules with reduce-scatter or all-to-all");
+    assert!(
+        wrapped >= 2,
+        "{wrapped} modules with reduce-scatter or all-to-all"
+    );
 }

@@ -1,7 +1,7 @@
 //! From a trace's events to one step's graph: the step, its streams, its dependencies and its
 //! release times (the rules are in the module docs of [`super`]).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
 use concerto_graph::{ComputeClass, DType, GemmShape, Graph, GraphBuilder, LinkClass, Op, OpId};
 
@@ -21,7 +21,7 @@ struct Steps<'t> {
     ops: Vec<Vec<&'t GpuOp>>,
 }
 
-fn steps<'t>(trace: &'t Trace, launch: &HashMap<i64, &Call>) -> Steps<'t> {
+fn steps<'t>(trace: &'t Trace, launch: &BTreeMap<i64, &Call>) -> Steps<'t> {
     let launched: Vec<&GpuOp> = trace
         .gpu
         .iter()
@@ -70,7 +70,7 @@ pub(super) fn build(
                 .into(),
         });
     }
-    let launch: HashMap<i64, &Call> = trace.calls.iter().map(|c| (c.correlation, c)).collect();
+    let launch: BTreeMap<i64, &Call> = trace.calls.iter().map(|c| (c.correlation, c)).collect();
     let unlaunched = trace
         .gpu
         .iter()
@@ -165,7 +165,7 @@ pub(super) fn build(
     }
     compute_streams.sort_by_key(|&(b, s)| (std::cmp::Reverse(b), s));
     comm_streams.sort_by_key(|&(b, s)| (std::cmp::Reverse(b), s));
-    let lane_of: HashMap<i64, (bool, u16)> = compute_streams
+    let lane_of: BTreeMap<i64, (bool, u16)> = compute_streams
         .iter()
         .enumerate()
         .map(|(k, &(_, s))| (s, (false, k as u16)))
@@ -198,7 +198,7 @@ pub(super) fn build(
     }
     // A wait of consumer `c` on producer `p`: on a channel (no FIFO dependencies), every op of
     // the producer's stream up to `p` not yet covered by an earlier wait of `c`'s stream.
-    let mut covered: HashMap<(i64, i64), usize> = HashMap::new();
+    let mut covered: BTreeMap<(i64, i64), usize> = BTreeMap::new();
     let mut add_wait = |preds: &mut Vec<BTreeSet<usize>>, p: usize, c: usize| {
         let (ps, cs) = (ops[p].stream, ops[c].stream);
         if lane_of[&ps].0 {
@@ -215,14 +215,15 @@ pub(super) fn build(
             preds[c].insert(p);
         }
     };
-    let index_of: HashMap<i64, usize> = ops
+    let index_of: BTreeMap<i64, usize> = ops
         .iter()
         .enumerate()
         .map(|(i, g)| (g.correlation, i))
         .collect();
     if !trace.waits.is_empty() {
         // Exact: the trace says which stream waited for which stream's event.
-        let call_ts: HashMap<i64, Ns> = trace.calls.iter().map(|c| (c.correlation, c.ts)).collect();
+        let call_ts: BTreeMap<i64, Ns> =
+            trace.calls.iter().map(|c| (c.correlation, c.ts)).collect();
         let mut order: Vec<usize> = (0..n).collect();
         order.sort_by_key(|&i| (lts[i], ops[i].correlation));
         for w in &trace.waits {
@@ -307,6 +308,7 @@ pub(super) fn build(
     let mut missing_bytes = 0usize;
     let mut ids: Vec<OpId> = Vec::with_capacity(n);
     let mut measured = Vec::with_capacity(n);
+    let mut signature = Vec::with_capacity(n);
     for (i, g) in ops.iter().enumerate() {
         let name = format!("{}#{}", short_name(&g.name), g.correlation);
         let (channel, lane) = lane_of[&g.stream];
@@ -331,6 +333,18 @@ pub(super) fn build(
         let inputs: Vec<(OpId, usize)> = preds[i].iter().map(|&p| (ids[p], 0)).collect();
         ids.push(b.try_add(op, &inputs)?);
         measured.push(((g.start - origin) as u64, (end(i) - origin) as u64));
+        signature.push(format!(
+            "{}|{}|{}",
+            g.name,
+            g.args
+                .get("grid")
+                .map(|v| v.to_string())
+                .unwrap_or_default(),
+            g.args
+                .get("block")
+                .map(|v| v.to_string())
+                .unwrap_or_default()
+        ));
     }
     if missing_bytes > 0 {
         warnings.push(format!(
@@ -370,6 +384,7 @@ pub(super) fn build(
         rank: trace.rank,
         world_size: trace.world_size,
         measured,
+        signature,
         warnings,
     };
     Ok((graph, report))
@@ -391,7 +406,7 @@ fn compute_op(
     name: String,
     g: &GpuOp,
     shapes: &ShapeIndex<'_>,
-    launch: &HashMap<i64, &Call>,
+    launch: &BTreeMap<i64, &Call>,
 ) -> Op {
     let bytes = g
         .args
@@ -401,6 +416,12 @@ fn compute_op(
     let class = match g.category {
         GpuCategory::Kernel => compute_class(&g.name),
         GpuCategory::Memcpy | GpuCategory::Memset => ComputeClass::Other,
+    };
+    // A device-to-device copy reads and writes its bytes in device memory.
+    let bytes = if g.category == GpuCategory::Memcpy && g.name.contains("DtoD") {
+        bytes.saturating_mul(2)
+    } else {
+        bytes
     };
     if class == ComputeClass::Gemm {
         let call = launch[&g.correlation];
@@ -455,12 +476,12 @@ fn gemm_shape(span: &Span) -> Option<(GemmShape, DType)> {
 
 /// Recorded CPU spans by thread, for "which recorded op launched this".
 struct ShapeIndex<'t> {
-    by_thread: HashMap<(String, String), Vec<&'t Span>>,
+    by_thread: BTreeMap<(String, String), Vec<&'t Span>>,
 }
 
 impl<'t> ShapeIndex<'t> {
     fn new(spans: &'t [Span]) -> Self {
-        let mut by_thread: HashMap<(String, String), Vec<&Span>> = HashMap::new();
+        let mut by_thread: BTreeMap<(String, String), Vec<&Span>> = BTreeMap::new();
         for s in spans {
             by_thread.entry(s.thread.clone()).or_default().push(s);
         }
@@ -495,7 +516,7 @@ fn infer_waits(
     trace: &Trace,
     ops: &[&GpuOp],
     lts: &[Ns],
-    index_of: &HashMap<i64, usize>,
+    index_of: &BTreeMap<i64, usize>,
     counts: &mut WaitCounts,
     add: &mut dyn FnMut(usize, usize),
 ) {

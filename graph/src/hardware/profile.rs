@@ -1,4 +1,5 @@
-//! The hardware profiles (`h100`, `a800`, `a800-pcie`) and the cost of one op on a profile.
+//! The hardware profiles (`h100`, `a800`, `a800-pcie`, `a100`, `v100`) and the cost of one op on
+//! a profile.
 
 use std::fmt;
 use std::sync::Arc;
@@ -52,7 +53,7 @@ enum GemmModel {
 
 /// How intra-node collectives are costed.
 #[derive(Clone, Debug, PartialEq)]
-enum IntraModel {
+pub(super) enum IntraModel {
     /// Interpolated in measured tables.
     Measured(Arc<CollectiveTables>),
     /// Alpha-beta ring.
@@ -83,15 +84,33 @@ pub struct Hardware {
     vector_flops_per_sec: f64,
     tensor: TensorPeaks,
     gemm: GemmModel,
-    min_kernel_ns: u64,
-    intra: IntraModel,
+    pub(super) min_kernel_ns: u64,
+    pub(super) intra: IntraModel,
     /// NIC bandwidth of one node, bytes/s.
     inter_node_bytes_per_sec: f64,
     inter_alpha_ns: f64,
+    /// Per compute class ([`class_index`]): a factor on the modelled duration, fitted from
+    /// measurements ([`crate::hardware::Fit`]); 1 in the built-in profiles.
+    pub(super) compute_scale: [f64; 6],
+    /// Per collective kind (in [`CollectiveKind::ALL`] order): a factor on the modelled
+    /// duration, fitted from measurements; 1 in the built-in profiles.
+    pub(super) collective_scale: [f64; 6],
+}
+
+/// Index of a compute class in [`Hardware`]'s per-class arrays.
+pub(super) fn class_index(class: ComputeClass) -> usize {
+    match class {
+        ComputeClass::Gemm => 0,
+        ComputeClass::Attention => 1,
+        ComputeClass::Elementwise => 2,
+        ComputeClass::Reduction => 3,
+        ComputeClass::Norm => 4,
+        ComputeClass::Other => 5,
+    }
 }
 impl Hardware {
     /// Names of the known profiles, for [`Hardware::by_name`].
-    pub const NAMES: &'static [&'static str] = &["h100", "a800", "a800-pcie"];
+    pub const NAMES: &'static [&'static str] = &["h100", "a800", "a800-pcie", "a100", "v100"];
 
     /// NVIDIA H100 SXM 80GB in DGX H100 nodes of 8: measured GEMM and intra-node collective
     /// tables (XLA, sm_90), datasheet roofline otherwise, 400 GB/s NICs per node. The embedded
@@ -116,6 +135,8 @@ impl Hardware {
             intra: IntraModel::Measured(coll),
             inter_node_bytes_per_sec: 400e9,
             inter_alpha_ns: 8_000.0,
+            compute_scale: [1.0; 6],
+            collective_scale: [1.0; 6],
         }
     }
 
@@ -143,6 +164,8 @@ impl Hardware {
             }),
             inter_node_bytes_per_sec: 100e9,
             inter_alpha_ns: 8_000.0,
+            compute_scale: [1.0; 6],
+            collective_scale: [1.0; 6],
         }
     }
 
@@ -160,6 +183,53 @@ impl Hardware {
         }
     }
 
+    /// NVIDIA A100 SXM4 80GB, nodes of 8 (DGX A100): the `a800` roofline with NVLink 3 at its
+    /// full 300 GB/s per direction (the A800 caps it at 200) and 8 x 200 Gb/s NICs per node
+    /// (datasheet figures). The profile to compare the A100 profiler traces with.
+    pub fn a100() -> Hardware {
+        Hardware {
+            name: "a100".into(),
+            description: "NVIDIA A100 SXM4 80GB, DGX A100 nodes of 8 (roofline, datasheet)",
+            intra: IntraModel::Ring(Ring {
+                bytes_per_sec: 300e9,
+                alpha_ns: 5_000.0,
+            }),
+            inter_node_bytes_per_sec: 200e9,
+            ..Hardware::a800()
+        }
+    }
+
+    /// NVIDIA V100 SXM2 32GB, DGX-1 nodes of 8 (datasheet figures): HBM2 900 GB/s, fp32 15.7
+    /// TFLOP/s (no TF32: f32 GEMMs run on the CUDA cores), fp16 tensor cores 125 TFLOP/s (also
+    /// used for bf16, which Volta lacks), NVLink 2 rings at 150 GB/s per direction, 4 x 100
+    /// Gb/s NICs per node. The profile to compare the V100 profiler trace with.
+    pub fn v100() -> Hardware {
+        Hardware {
+            name: "v100".into(),
+            gpus_per_node: 8,
+            contention: DEFAULT_CONTENTION,
+            description: "NVIDIA V100 SXM2 32GB, DGX-1 nodes of 8 (roofline, datasheet)",
+            hbm_bytes_per_sec: 0.9e12,
+            hbm_name: "HBM2",
+            vector_flops_per_sec: 15.7e12,
+            tensor: TensorPeaks {
+                bf16: 125e12,
+                tf32: 15.7e12,
+                f8: 125e12,
+            },
+            gemm: GemmModel::Peak,
+            min_kernel_ns: MIN_KERNEL_NS,
+            intra: IntraModel::Ring(Ring {
+                bytes_per_sec: 150e9,
+                alpha_ns: 5_000.0,
+            }),
+            inter_node_bytes_per_sec: 50e9,
+            inter_alpha_ns: 8_000.0,
+            compute_scale: [1.0; 6],
+            collective_scale: [1.0; 6],
+        }
+    }
+
     /// The profile named `name` (ASCII case ignored); [`GraphError::UnknownHardware`] lists the
     /// known names otherwise.
     pub fn by_name(name: &str) -> Result<Hardware, GraphError> {
@@ -167,6 +237,8 @@ impl Hardware {
             "h100" => Ok(Hardware::h100()),
             "a800" => Ok(Hardware::a800()),
             "a800-pcie" => Ok(Hardware::a800_pcie()),
+            "a100" => Ok(Hardware::a100()),
+            "v100" => Ok(Hardware::v100()),
             _ => Err(GraphError::UnknownHardware {
                 name: name.to_string(),
                 known: Hardware::NAMES.join(", "),
@@ -227,7 +299,7 @@ impl Hardware {
                         _ => flops as f64 * NS_PER_S / self.vector_flops_per_sec,
                     },
                 };
-                self.kernel_ns(compute, bytes)
+                self.scaled_kernel_ns(compute, bytes, self.compute_scale[class_index(class)])
             }
             OpKind::Collective {
                 kind,
@@ -288,7 +360,11 @@ impl Hardware {
                 IntraModel::Ring(r) => r.ns(kind, bytes, group),
             }
         };
-        ceil_ns(ns)
+        let scale = CollectiveKind::ALL
+            .iter()
+            .position(|k| *k == kind)
+            .map_or(1.0, |i| self.collective_scale[i]);
+        ceil_ns(ns * scale)
     }
 
     /// Duration in ns of a kernel that only moves `bytes` through HBM:
@@ -299,8 +375,14 @@ impl Hardware {
 
     /// `max(compute_ns, bytes / HBM, floor)`, rounded up.
     fn kernel_ns(&self, compute_ns: f64, bytes: u64) -> u64 {
+        self.scaled_kernel_ns(compute_ns, bytes, 1.0)
+    }
+
+    /// `max(scale * max(compute_ns, bytes / HBM), floor)`, rounded up: a fitted class factor
+    /// ([`crate::hardware::Fit`]) scales the roofline terms, not the kernel floor.
+    fn scaled_kernel_ns(&self, compute_ns: f64, bytes: u64, scale: f64) -> u64 {
         let bytes_ns = bytes as f64 * NS_PER_S / self.hbm_bytes_per_sec;
-        ceil_ns(compute_ns.max(bytes_ns).max(self.min_kernel_ns as f64))
+        ceil_ns((compute_ns.max(bytes_ns) * scale).max(self.min_kernel_ns as f64))
     }
 
     /// Compute time (ns, unrounded) of `flops` done at the throughput of GEMMs of `shape`.

@@ -1,0 +1,156 @@
+//! `concerto import`, `optimize`, `simulate` and `calibrate` on a small hand-made profiler
+//! trace (`fixtures/kineto/ddp_3steps.json`, written by `make_ddp_3steps.py` beside it: three
+//! steps of a 2-rank data-parallel job, two gradient all-reduces on an NCCL stream, a
+//! launch-bound tail).
+
+mod common;
+
+use common::{concerto, scratch, stderr, stdout};
+
+fn fixture() -> String {
+    format!(
+        "{}/../fixtures/kineto/ddp_3steps.json",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let o = concerto(args);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).expect("one JSON object")
+}
+
+#[test]
+fn import_prints_the_measured_step_and_its_exact_replay() {
+    let path = fixture();
+    let v = json(&["import", &path, "--json"]);
+    // Steps measure 260.0, 260.6 and 259.8 us: the median is step 1.
+    assert_eq!(v["step"], "ProfilerStep#1", "{v}");
+    assert_eq!(v["measured_step_ns"], 260_000, "{v}");
+    assert_eq!(v["replay_ns"], v["measured_step_ns"], "{v}");
+    assert_eq!(v["replay_error_pct"], 0.0, "{v}");
+    assert_eq!(v["ops"], 13);
+    assert_eq!(v["collectives"]["all-reduce"], 2);
+    assert_eq!(v["trace"]["waits"]["inferred"], 3, "{v}");
+    let v = json(&["import", &path, "--step", "2", "--json"]);
+    assert_eq!(v["step"], "ProfilerStep#2");
+    assert_eq!(v["measured_step_ns"], v["replay_ns"]);
+    let o = concerto(&["import", &path, "--step", "7"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("no step `ProfilerStep#7`") && stderr(&o).contains("ddp_3steps.json"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn optimize_and_simulate_a_trace() {
+    let dir = scratch("kineto-optimize");
+    let plan = dir.join("plan.json").display().to_string();
+    let path = fixture();
+    let v = json(&[
+        "optimize",
+        &path,
+        "--work-limit",
+        "2000",
+        "--plan",
+        &plan,
+        "--json",
+    ]);
+    let get = |key: &str| v[key].as_u64().unwrap_or_else(|| panic!("no {key}: {v}"));
+    let (recorded, ours) = (get("program_order_ns"), get("optimized_ns"));
+    assert_eq!(
+        recorded, 260_000,
+        "the program order is the recorded order: {v}"
+    );
+    assert!(ours <= recorded);
+    assert!(v["lower_bound_ns"].as_u64().unwrap() <= ours);
+    assert_eq!(
+        v["contention"], 1.0,
+        "no contention on measured durations: {v}"
+    );
+    let s = json(&["simulate", &path, "--plan", &plan, "--json"]);
+    assert_eq!(s["makespan_ns"].as_u64().unwrap(), ours, "{s}");
+    // Without launch times the GPU alone is faster: the tail is launch-bound.
+    let g = json(&[
+        "optimize",
+        &path,
+        "--work-limit",
+        "2000",
+        "--no-launch-times",
+        "--json",
+    ]);
+    let gpu_only = g["program_order_ns"].as_u64().unwrap();
+    assert!(gpu_only < recorded, "{g}");
+}
+
+#[test]
+fn calibrate_fits_a_profile_that_hardware_file_reads() {
+    let dir = scratch("kineto-calibrate");
+    let fit = dir.join("fit.json").display().to_string();
+    let path = fixture();
+    let v = json(&["calibrate", &path, "-o", &fit, "--json"]);
+    assert_eq!(
+        v["fitted"]["hardware"], "v100",
+        "chosen by the trace's GPU: {v}"
+    );
+    let rows = v["fitted"]["rows"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["class"] == "all-reduce"), "{v}");
+    assert_eq!(v["held_out"]["step"], "ProfilerStep#2", "{v}");
+    let text = std::fs::read_to_string(&fit).unwrap();
+    assert!(text.contains("concerto-hardware-fit"), "{text}");
+    // The fitted file is a profile everywhere --hardware is taken.
+    let o = concerto(&[
+        "model",
+        "gpt",
+        "--layers",
+        "1",
+        "--dp",
+        "2",
+        "-o",
+        &dir.join("g.json").display().to_string(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let g = json(&[
+        "import",
+        &dir.join("g.json").display().to_string(),
+        "--hardware",
+        &fit,
+        "--json",
+    ]);
+    assert_eq!(g["hardware"], "v100+fit", "{g}");
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{\"format\": \"concerto-hardware-fit\", \"version\": 1, \"base\": \"v100\", \"source\": \"x\", \"compute_scale\": {\"gemm\": -2}}").unwrap();
+    let o = concerto(&[
+        "import",
+        &dir.join("g.json").display().to_string(),
+        "--hardware",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("not positive"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_trace_without_gpu_events_says_so() {
+    let dir = scratch("kineto-cpu-only");
+    let path = dir.join("cpu.json");
+    std::fs::write(
+        &path,
+        r#"{"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]}"#,
+    )
+    .unwrap();
+    let o = concerto(&["import", path.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("cpu.json") && e.contains("no GPU events"), "{e}");
+    std::fs::write(
+        &path,
+        r#"{"traceEvents": [{"ph": "X", "cat": "kernel", "name": "k""#,
+    )
+    .unwrap();
+    let o = concerto(&["import", path.to_str().unwrap()]);
+    let e = stderr(&o);
+    assert!(e.contains("line 1") && e.contains("EOF"), "{e}");
+}
