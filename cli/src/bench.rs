@@ -6,6 +6,7 @@ use crate::ablation_bench::{self, AblationArgs};
 use crate::graphs_bench::{self, GraphsArgs};
 use crate::psplib_bench::{self, PsplibArgs};
 use crate::scale_bench::{self, ScaleArgs};
+use crate::traces_bench::{self, TracesArgs};
 use crate::Failure;
 
 /// The benchmark families.
@@ -23,6 +24,9 @@ pub(crate) enum BenchCommand {
     /// The Concerto paper's ablations: baseline / S / S+AD on GPT tensor-parallel plans (NVLink
     /// bf16, PCIe fp32) and fusion off / on on ZeRO-3 at 8, 16 and 32 GPUs.
     Ablation(AblationArgs),
+    /// The simulator against measured steps: every step of PyTorch profiler traces imported
+    /// and its recorded order replayed (error, worst step, largest op shift, the GPU alone).
+    Traces(TracesArgs),
 }
 
 pub(crate) fn run(cmd: BenchCommand) -> Result<(), Failure> {
@@ -31,5 +35,6 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<(), Failure> {
         BenchCommand::Scale(args) => scale_bench::run(&args),
         BenchCommand::Graphs(args) => graphs_bench::run(&args),
         BenchCommand::Ablation(args) => ablation_bench::run(&args),
+        BenchCommand::Traces(args) => traces_bench::run(&args),
     }
 }

@@ -27,6 +27,7 @@ mod run_cuda;
 mod scale_bench;
 mod simulate;
 mod solve;
+mod traces_bench;
 
 /// Schedule deep-learning steps and RCPSP instances with exact solvers.
 #[derive(Parser, Debug)]

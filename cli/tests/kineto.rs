@@ -154,3 +154,24 @@ fn a_trace_without_gpu_events_says_so() {
     let e = stderr(&o);
     assert!(e.contains("line 1") && e.contains("EOF"), "{e}");
 }
+
+#[test]
+fn bench_traces_replays_every_step() {
+    let path = fixture();
+    let o = concerto(&["bench", "traces", &path]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("ddp_3steps") && out.contains("#1 of 3") && out.contains("+0.00%"),
+        "{out}"
+    );
+    let v = json(&["bench", "traces", &path, "--json"]);
+    let steps = v[0]["fidelity"]["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    for s in steps {
+        assert_eq!(s["replay_ns"], s["measured_ns"], "{s}");
+    }
+    let o = concerto(&["bench", "traces"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no trace given"), "{}", stderr(&o));
+}

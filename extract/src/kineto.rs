@@ -32,10 +32,14 @@
 //!   (the producer ended after the consumer started) is moved to the latest earlier op of the
 //!   producer's stream that ended in time, or dropped; [`WaitCounts`] says how many of each. A
 //!   wait on a channel covers every collective of the channel up to the producer.
-//! - **Release times**: `launch time + launch latency - step start`, where the launch latency
-//!   is the 10th percentile of `start - launch` over launch-bound ops (started more than 1 µs
-//!   after they were ready). Host-side waits (`cudaStreamSynchronize`, a blocking copy) are in
-//!   the launch times, so a replay keeps the CPU's pace.
+//! - **Release times**: `submit time + launch latency - step start`. The submit time is the
+//!   launch call's start, except for a call that ran far longer than its kind usually does
+//!   (lazy module loading inside a `cudaLaunchKernel`, a `cudaMemcpyAsync` to pageable memory
+//!   that waits for the device): such a call submits near its end, `end - median duration of
+//!   its kind`. The launch latency is the 10th percentile of `start - submit` over
+//!   launch-bound ops (started more than 1 µs after they were ready). Host-side waits
+//!   (`cudaStreamSynchronize`, a blocking copy) are in the launch times, so a replay keeps the
+//!   CPU's pace.
 //!
 //! The graph's program order is the measured start order, so the program-order plan *is* the
 //! recorded schedule, and simulating it without contention (the measured durations already
@@ -52,6 +56,7 @@ mod build;
 pub mod calibrate;
 mod classify;
 mod events;
+pub mod fidelity;
 
 use std::io::Read;
 

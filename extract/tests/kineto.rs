@@ -396,3 +396,37 @@ fn calibration_recovers_a_known_ring_copy_bandwidth_and_contention() {
     }
     assert_eq!(c.unmodelled.get("elementwise"), Some(&8));
 }
+
+#[test]
+fn a_consumer_the_inferred_producer_does_not_explain_waits_for_another_stream() {
+    // `b` (stream 20) waits; the op launched last on another stream is `quick` (stream 7,
+    // ended at 10 us), but `b` started at 300 us, right when `long` (stream 22) ended: the wait
+    // is taken to be on `long`.
+    let text = trace(vec![
+        launch(1, 0.0),
+        launch(2, 1.0),
+        call("cudaStreamWaitEvent", 9, 2.0),
+        launch(3, 3.0),
+        kernel("long", 1, 22, 5.0, 295.0),
+        kernel("quick", 2, 7, 6.0, 4.0),
+        kernel("b", 3, 20, 300.0, 5.0),
+    ]);
+    let (g, r) = import(&text);
+    assert_eq!(r.waits.moved, 1, "{:?}", r.waits);
+    assert!(edge(&g, "long#1", "b#3") && !edge(&g, "quick#2", "b#3"));
+    assert_exact_replay(&g, &r);
+}
+
+#[test]
+fn every_step_is_replayed_by_the_fidelity_report() {
+    let mut events = ddp_step(1, 0.0, 40.0);
+    events.extend(ddp_step(2, 1000.0, 60.0));
+    let f = kineto::fidelity::fidelity(&trace(events), &TraceOptions::default()).unwrap();
+    assert_eq!(f.steps.len(), 2);
+    for s in &f.steps {
+        assert_eq!(s.replay_ns, s.measured_ns, "{s:?}");
+        assert_eq!((s.error_pct, s.max_shift_ns), (0.0, 0));
+        assert!(s.gpu_only_ns <= s.replay_ns);
+    }
+    assert_eq!(f.steps[f.median].step, "ProfilerStep#1");
+}

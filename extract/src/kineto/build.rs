@@ -12,6 +12,10 @@ use super::{StepSummary, StreamMap, TraceError, TraceOptions, TraceReport, WaitC
 /// Launch-bound ops (started this long after they were ready) measure the launch latency.
 const LAUNCH_BOUND_NS: Ns = 1_000;
 
+/// A consumer that starts this long after everything its inferred producer, its stream and its
+/// launch explain is taken to wait for another stream (see `infer_waits`).
+const UNEXPLAINED_NS: Ns = 50_000;
+
 /// The quantile of launch-bound ops' latencies taken as the launch latency.
 const LATENCY_QUANTILE: f64 = 0.10;
 
@@ -132,7 +136,17 @@ pub(super) fn build(
     }
     let origin = ops[0].start;
     let n = ops.len();
-    let lts: Vec<Ns> = ops.iter().map(|g| launch[&g.correlation].ts).collect();
+    // When the CPU submitted each op: a call that ran far longer than its kind usually does
+    // (lazy module loading inside a launch, a copy to pageable memory that waits for the
+    // device) submits near its end, as long before its end as such a call usually lasts.
+    let typical = typical_durations(&trace.calls);
+    let lts: Vec<Ns> = ops
+        .iter()
+        .map(|g| {
+            let c = launch[&g.correlation];
+            c.ts.max(c.ts + c.dur - typical.get(c.name.as_str()).copied().unwrap_or(c.dur))
+        })
+        .collect();
 
     // Streams: NCCL-only streams are channels, the others compute lanes; lane 0 the busiest.
     let mut by_stream: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
@@ -390,6 +404,20 @@ pub(super) fn build(
     Ok((graph, report))
 }
 
+/// The median duration of each kind of CPU call.
+fn typical_durations(calls: &[Call]) -> BTreeMap<&str, Ns> {
+    let mut by: BTreeMap<&str, Vec<Ns>> = BTreeMap::new();
+    for c in calls {
+        by.entry(c.name.as_str()).or_default().push(c.dur);
+    }
+    by.into_iter()
+        .map(|(k, mut v)| {
+            v.sort_unstable();
+            (k, v[v.len() / 2])
+        })
+        .collect()
+}
+
 /// Ranks of a collective: the kernel's `Group size` when recorded, else the world size.
 fn group_of(g: &GpuOp, world: u32) -> u32 {
     g.args
@@ -511,7 +539,10 @@ impl<'t> ShapeIndex<'t> {
 /// `cudaEventRecord` (before the wait itself when records are not traced). A producer that
 /// ended after the consumer started cannot be the one (the measured step says so): the latest
 /// earlier op of the same stream that ended in time is taken instead (`moved`), or the wait is
-/// left out (`dropped`).
+/// left out (`dropped`). A consumer that started more than [`UNEXPLAINED_NS`] after its
+/// producer, its stream predecessor and its launch (+ the same margin) all allow waited for
+/// something else: the op of another stream that ended last before it started is taken
+/// (`moved`).
 fn infer_waits(
     trace: &Trace,
     ops: &[&GpuOp],
@@ -526,6 +557,15 @@ fn infer_waits(
     let mut by_launch: Vec<usize> = (0..n).collect();
     by_launch.sort_by_key(|&i| (lts[i], ops[i].correlation));
     let launch_ts: Vec<Ns> = by_launch.iter().map(|&i| lts[i]).collect();
+    // The end of each op's predecessor on its stream (ops are in start order).
+    let mut prev_end = vec![Ns::MIN; n];
+    let mut last_on: BTreeMap<i64, usize> = BTreeMap::new();
+    for i in 0..n {
+        if let Some(&p) = last_on.get(&ops[i].stream) {
+            prev_end[i] = end(p);
+        }
+        last_on.insert(ops[i].stream, i);
+    }
     let lo = lts.iter().copied().min().unwrap_or(0);
     let hi = lts.iter().copied().max().unwrap_or(0);
     let mut threads: BTreeMap<&(String, String), Vec<&Call>> = BTreeMap::new();
@@ -546,7 +586,16 @@ fn infer_waits(
             } else if let Some(&i) = index_of.get(&c.correlation) {
                 for cut in pending.drain(..) {
                     let upto = launch_ts.partition_point(|&t| t <= cut);
-                    let Some(p) = by_launch[..upto]
+                    let before = &by_launch[..upto];
+                    // The latest op of `stream` launched before the cut that ended in time.
+                    let in_time = |stream: i64| {
+                        before
+                            .iter()
+                            .rev()
+                            .find(|&&j| ops[j].stream == stream && end(j) <= ops[i].start)
+                            .copied()
+                    };
+                    let Some(last) = before
                         .iter()
                         .rev()
                         .find(|&&j| ops[j].stream != ops[i].stream)
@@ -555,22 +604,44 @@ fn infer_waits(
                         counts.outside += 1;
                         continue;
                     };
-                    if end(p) <= ops[i].start {
-                        add(p, i);
-                        counts.inferred += 1;
-                        continue;
-                    }
-                    let earlier = by_launch[..upto]
-                        .iter()
-                        .rev()
-                        .find(|&&j| ops[j].stream == ops[p].stream && end(j) <= ops[i].start)
-                        .copied();
-                    match earlier {
-                        Some(q) => {
+                    let chosen = in_time(ops[last].stream);
+                    // A consumer that started long after everything the chosen producer, its
+                    // stream and its launch explain waited for another stream's op: the one
+                    // of another stream that ended last before it started.
+                    let explained = chosen
+                        .map_or(Ns::MIN, end)
+                        .max(prev_end[i])
+                        .max(lts[i].saturating_add(UNEXPLAINED_NS));
+                    let better = if ops[i].start > explained.saturating_add(UNEXPLAINED_NS) {
+                        let mut streams: Vec<i64> = before
+                            .iter()
+                            .map(|&j| ops[j].stream)
+                            .filter(|&s| s != ops[i].stream)
+                            .collect();
+                        streams.sort_unstable();
+                        streams.dedup();
+                        streams
+                            .into_iter()
+                            .filter_map(in_time)
+                            .max_by_key(|&j| (end(j), std::cmp::Reverse(j)))
+                            .filter(|&j| chosen.is_none_or(|c| end(j) > end(c)))
+                    } else {
+                        None
+                    };
+                    match (chosen, better) {
+                        (_, Some(q)) => {
                             add(q, i);
                             counts.moved += 1;
                         }
-                        None => counts.dropped += 1,
+                        (Some(p), None) if p == last => {
+                            add(p, i);
+                            counts.inferred += 1;
+                        }
+                        (Some(p), None) => {
+                            add(p, i);
+                            counts.moved += 1;
+                        }
+                        (None, None) => counts.dropped += 1,
                     }
                 }
             }

@@ -35,6 +35,8 @@ pub(super) enum GpuCategory {
 pub(super) struct Call {
     pub(super) name: String,
     pub(super) ts: Ns,
+    /// How long the call ran on the CPU (0 when not recorded).
+    pub(super) dur: Ns,
     pub(super) thread: (String, String),
     pub(super) correlation: i64,
 }
@@ -217,6 +219,7 @@ impl Trace {
                     t.calls.push(Call {
                         name: name.to_string(),
                         ts: need(index, name, "ts", e.get("ts").and_then(ns))?,
+                        dur: e.get("dur").and_then(ns).unwrap_or(0).max(0),
                         thread: (id(e.get("pid")), id(e.get("tid"))),
                         correlation,
                     });
