@@ -189,6 +189,12 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
                     s.contention
                 );
             }
+            if let Some(recorded) = s.get(Scheduler::ProgramOrder) {
+                println!(
+                    "orders       {}",
+                    order_changes(&graph, &recorded.plan, &s.concerto().plan)
+                );
+            }
         }
         None => println!(
             "hardware     {} (compute {:.2}x slower while a collective runs)",
@@ -474,4 +480,42 @@ fn emit_pgle(args: &OptimizeArgs, r: &concerto_pipeline::Report) -> Result<Strin
         );
     }
     Ok(line)
+}
+
+/// How concerto's plan differs from the recorded one: how many ops it launches at another
+/// position of their stream, and the first few.
+fn order_changes(
+    graph: &concerto_graph::Graph,
+    recorded: &concerto_graph::StreamPlan,
+    ours: &concerto_graph::StreamPlan,
+) -> String {
+    let mut moved = 0usize;
+    let mut first: Vec<String> = Vec::new();
+    let mut total = 0usize;
+    for (stream, order) in &ours.streams {
+        let Some((_, theirs)) = recorded.streams.iter().find(|(s, _)| s == stream) else {
+            continue;
+        };
+        total += order.len();
+        for (k, (a, b)) in order.iter().zip(theirs).enumerate() {
+            if a != b {
+                moved += 1;
+                if first.len() < 3 {
+                    first.push(format!("{} #{k}: {}", stream.name(), graph.op(*a).name));
+                }
+            }
+        }
+    }
+    if moved == 0 {
+        format!(
+            "concerto's plan launches every op as recorded ({total} ops on {} streams)",
+            ours.streams.len()
+        )
+    } else {
+        format!(
+            "concerto's plan launches {moved} of {total} ops at another position of their \
+             stream (first: {})",
+            first.join("; ")
+        )
+    }
 }
