@@ -31,6 +31,10 @@ pub(crate) struct PsplibArgs {
     /// Wall-clock limit per instance, in seconds.
     #[arg(long, value_name = "SECS")]
     time_limit: Option<f64>,
+    /// A deterministic budget of solver work per instance (conflicts for pumpkin, schedules
+    /// for sgs): the same instances and seed give the same rows on any machine and load.
+    #[arg(long, value_name = "N")]
+    work_limit: Option<u64>,
     /// Seed of every solve.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -64,6 +68,8 @@ struct SummaryJson<'a> {
     solver: &'a str,
     dir: String,
     time_limit_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    work_limit: Option<u64>,
     seed: u64,
     jobs: usize,
     threads: usize,
@@ -111,6 +117,9 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
     if args.jobs == 0 {
         return Err(anyhow::anyhow!("--jobs must be at least 1").into());
     }
+    if args.work_limit == Some(0) {
+        return Err(anyhow::anyhow!("--work-limit must be at least 1").into());
+    }
     let threads = match args.threads {
         Some(0) => return Err(anyhow::anyhow!("--threads must be at least 1").into()),
         Some(t) => t,
@@ -120,6 +129,7 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
     let config = PsplibConfig {
         limits: Limits {
             time_limit: time_limit(args.time_limit)?,
+            work_limit: args.work_limit,
             seed: args.seed,
             threads,
             ..Limits::default()
@@ -149,6 +159,7 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
             solver: &args.solver,
             dir: args.dir.display().to_string(),
             time_limit_s: args.time_limit,
+            work_limit: args.work_limit,
             seed: args.seed,
             jobs: args.jobs,
             threads,
