@@ -14,8 +14,9 @@ use concerto_graph::{trace, Graph, StreamPlan};
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::shard::Shard;
 use super::BenchError;
 use crate::pipeline::{Pipeline, Report};
 use crate::progress::Progress;
@@ -132,12 +133,21 @@ pub struct GraphsRow {
     /// Under a memory budget: the S step of the same graph without it (what the budget
     /// costs), else `None`.
     pub unbounded: Option<Optimized>,
+    /// Whether concerto's plan simulates longer than a baseline's ([`GraphsBench::worse`]).
+    pub worse: bool,
+    /// Whether concerto's own search lost to a baseline ([`GraphsBench::search_worse`]).
+    pub search_worse: bool,
 }
 
 /// What [`run`] found.
 #[derive(Clone, Debug)]
 pub struct GraphsBench {
-    /// One row per configuration run, in [`configs`] order.
+    /// Every graph of the unsharded run by name, in run order (the extra graphs, then the
+    /// configurations), those of other shards too.
+    pub items: Vec<String>,
+    /// The shard run ([`Shard::WHOLE`] when unsharded).
+    pub shard: Shard,
+    /// One row per graph run, in run order.
     pub rows: Vec<GraphsRow>,
     /// Configurations where concerto's plan simulates longer than a baseline's (never, unless
     /// something is broken: concerto falls back to a shorter baseline).
@@ -154,6 +164,15 @@ enum Source<'a> {
     Extra(&'a str, &'a Graph, Option<&'a StreamPlan>),
 }
 
+impl Source<'_> {
+    fn name(&self) -> &str {
+        match self {
+            Source::Config(c) => c.name,
+            Source::Extra(n, _, _) => n,
+        }
+    }
+}
+
 /// Runs `pipeline` on every extra graph (`(name, graph, schedule)`, for example imported XLA
 /// modules, with the schedule the module carried, reported as [`Scheduler::Xla`]) and every
 /// configuration, those whose name contains `only` (all when `None`), telling `progress` after
@@ -166,17 +185,30 @@ pub fn run(
     extra: &[(String, Graph, Option<StreamPlan>)],
     progress: &dyn Progress,
 ) -> Result<GraphsBench, BenchError> {
-    let chosen: Vec<Source<'_>> = extra
+    run_shard(pipeline, only, extra, Shard::WHOLE, progress)
+}
+
+/// [`run`] on the graphs of `shard` only: of the graphs [`run`] would run, in its order, those
+/// at positions `k` with `k mod N = I` ([`super::shard`]).
+pub fn run_shard(
+    pipeline: &Pipeline,
+    only: Option<&str>,
+    extra: &[(String, Graph, Option<StreamPlan>)],
+    shard: Shard,
+    progress: &dyn Progress,
+) -> Result<GraphsBench, BenchError> {
+    let all: Vec<Source<'_>> = extra
         .iter()
         .map(|(n, g, p)| Source::Extra(n, g, p.as_ref()))
         .chain(configs().into_iter().map(Source::Config))
-        .filter(|c| {
-            let name = match c {
-                Source::Config(c) => c.name,
-                Source::Extra(n, _, _) => n,
-            };
-            only.is_none_or(|p| name.contains(p))
-        })
+        .filter(|c| only.is_none_or(|p| c.name().contains(p)))
+        .collect();
+    let items: Vec<String> = all.iter().map(|c| c.name().to_owned()).collect();
+    let chosen: Vec<Source<'_>> = all
+        .into_iter()
+        .enumerate()
+        .filter(|(k, _)| shard.contains(*k))
+        .map(|(_, c)| c)
         .collect();
     progress.start("bench graphs", Some(chosen.len() as u64));
     // Under a memory budget, the same S step without it, for the memory table.
@@ -192,10 +224,7 @@ pub fn run(
     let mut worse = Vec::new();
     let mut search_worse = Vec::new();
     for source in chosen {
-        let name = match &source {
-            Source::Config(c) => c.name.to_string(),
-            Source::Extra(n, _, _) => n.to_string(),
-        };
+        let name = source.name().to_owned();
         let failed = |source: crate::PipelineError| BenchError::Pipeline {
             config: name.clone(),
             source: Box::new(source),
@@ -254,12 +283,14 @@ pub fn run(
                 .iter()
                 .filter(|x| x.scheduler != crate::Scheduler::Concerto && fits(x))
         };
-        if baselines().any(|x| opt > x.makespan_ns()) {
+        let is_worse = baselines().any(|x| opt > x.makespan_ns());
+        if is_worse {
             worse.push(name.clone());
         }
         let best_fitting = baselines().map(|x| x.makespan_ns()).min();
         let lost = best_fitting.is_some_and(|b| s.solver_plan.makespan_ns() > b);
-        if !fits(&s.solver_plan) || lost {
+        let search_lost = !fits(&s.solver_plan) || lost;
+        if search_lost {
             search_worse.push(name.clone());
         }
         let unbounded = match &free {
@@ -280,10 +311,14 @@ pub fn run(
             report,
             trace_events,
             unbounded,
+            worse: is_worse,
+            search_worse: search_lost,
         });
     }
     progress.finish();
     Ok(GraphsBench {
+        items,
+        shard,
         rows,
         worse,
         search_worse,
@@ -293,7 +328,8 @@ pub fn run(
 /// The memory side of a [`GraphsRow`] run under a budget: program order, concerto without the
 /// budget and with it, and the LHS baseline with XLA's memory treatment, each with its
 /// simulated makespan and its peak ([`concerto_graph::memory`]).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MemorySummary {
     /// The budget (bytes).
     pub budget_bytes: u64,
@@ -355,7 +391,8 @@ impl MemorySummary {
     }
 }
 
-/// A [`GraphsRow`] flattened for JSON (`concerto bench graphs --json`).
+/// A [`GraphsRow`] flattened for JSON (`concerto bench graphs --json`); it reads back from
+/// that JSON too.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GraphsRowSummary {
     /// The configuration.
@@ -478,12 +515,22 @@ impl GraphsRow {
     }
 }
 
-/// The comparison table, with the S+AD, joint and S+F columns of the steps that ran, and a
-/// line per column group that says what it means.
+/// The comparison table of the rows' summaries ([`GraphsTable`]).
 impl fmt::Display for GraphsBench {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let summaries: Vec<GraphsRowSummary> = self.rows.iter().map(GraphsRow::summary).collect();
-        let rows = &summaries;
+        GraphsTable(&summaries).fmt(f)
+    }
+}
+
+/// The comparison table of `bench graphs` over rows' summaries, with the S+AD, joint and S+F
+/// columns of the steps that ran, and a line per column group that says what it means.
+#[derive(Clone, Copy, Debug)]
+pub struct GraphsTable<'a>(pub &'a [GraphsRowSummary]);
+
+impl fmt::Display for GraphsTable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rows = self.0;
         let decomposing = rows.iter().any(|r| r.decomposed_ns.is_some());
         let xla = rows.iter().any(|r| r.comparison.xla_ns.is_some());
         let mut header = vec!["config", "ops", "program_ms"];
@@ -701,4 +748,96 @@ impl fmt::Display for GraphsBench {
         }
         Ok(())
     }
+}
+
+/// A row of a `bench graphs` shard file: the row's summary and what the bench concluded from
+/// it ([`GraphsBench::worse`], [`GraphsBench::search_worse`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GraphsShardRow {
+    /// The row flattened for JSON.
+    pub summary: GraphsRowSummary,
+    /// Whether concerto's plan simulates longer than a baseline's.
+    pub worse: bool,
+    /// Whether concerto's own search lost to a baseline.
+    pub search_worse: bool,
+}
+
+/// The unsharded run rebuilt from its shards ([`merge`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GraphsMerged<C> {
+    /// The configuration every shard shares.
+    pub config: C,
+    /// One row per graph, in run order.
+    pub rows: Vec<GraphsRowSummary>,
+    /// As [`GraphsBench::worse`].
+    pub worse: Vec<String>,
+    /// As [`GraphsBench::search_worse`].
+    pub search_worse: Vec<String>,
+}
+
+impl GraphsBench {
+    /// The shard file of this run, with its configuration `config`: whatever decides the rows
+    /// (hardware, solver, limits, steps, the graphs' selection), which every shard of one run
+    /// must share and the merge compares without interpreting.
+    pub fn shard_file<C>(
+        &self,
+        config: C,
+    ) -> Result<super::shard::ShardFile<C, GraphsShardRow>, BenchError> {
+        let rows = self
+            .rows
+            .iter()
+            .map(|r| GraphsShardRow {
+                summary: r.summary(),
+                worse: r.worse,
+                search_worse: r.search_worse,
+            })
+            .collect();
+        super::shard::ShardFile::new(
+            super::shard::BenchKind::Graphs,
+            self.shard,
+            config,
+            self.items.clone(),
+            rows,
+        )
+    }
+}
+
+/// Merges the shard files of one run (see [`super::shard::merge`]); each row must be of the
+/// graph at its position.
+pub fn merge<C: PartialEq + Serialize>(
+    files: Vec<(
+        std::path::PathBuf,
+        super::shard::ShardFile<C, GraphsShardRow>,
+    )>,
+) -> Result<GraphsMerged<C>, super::shard::MergeError> {
+    for (file, f) in &files {
+        if let Some(r) = f.rows.iter().find(|r| {
+            f.items
+                .get(r.index)
+                .is_some_and(|i| *i != r.row.summary.config)
+        }) {
+            return Err(super::shard::MergeError::Rows {
+                file: file.clone(),
+                reason: format!(
+                    "the row of item {} (`{}`) is of graph `{}`",
+                    r.index, f.items[r.index], r.row.summary.config
+                ),
+            });
+        }
+    }
+    let merged = super::shard::merge(super::shard::BenchKind::Graphs, files)?;
+    let names = |pick: fn(&GraphsShardRow) -> bool| {
+        merged
+            .rows
+            .iter()
+            .filter(|r| pick(r))
+            .map(|r| r.summary.config.clone())
+            .collect()
+    };
+    Ok(GraphsMerged {
+        worse: names(|r| r.worse),
+        search_worse: names(|r| r.search_worse),
+        rows: merged.rows.into_iter().map(|r| r.summary).collect(),
+        config: merged.config,
+    })
 }

@@ -20,6 +20,7 @@ use thiserror::Error;
 
 pub mod ablation;
 pub mod graphs;
+mod graphs_json;
 pub mod psplib;
 pub mod scale;
 pub mod shard;
