@@ -4,6 +4,7 @@ use clap::Subcommand;
 
 use crate::ablation_bench::{self, AblationArgs};
 use crate::graphs_bench::{self, GraphsArgs};
+use crate::merge::{self, MergeArgs};
 use crate::psplib_bench::{self, PsplibArgs};
 use crate::scale_bench::{self, ScaleArgs};
 use crate::Failure;
@@ -23,6 +24,10 @@ pub(crate) enum BenchCommand {
     /// The Concerto paper's ablations: baseline / S / S+AD on GPT tensor-parallel plans (NVLink
     /// bf16, PCIe fp32) and fusion off / on on ZeRO-3 at 8, 16 and 32 GPUs.
     Ablation(AblationArgs),
+    /// Join the `--shard I/N --json` files of one `bench psplib`, `bench graphs` or `bench
+    /// scale` run into what the unsharded run prints (its table, or with `--json` its JSON);
+    /// refuse files of different runs, a missing or repeated shard, or a malformed file.
+    Merge(MergeArgs),
 }
 
 pub(crate) fn run(cmd: BenchCommand) -> Result<(), Failure> {
@@ -31,5 +36,6 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<(), Failure> {
         BenchCommand::Scale(args) => scale_bench::run(&args),
         BenchCommand::Graphs(args) => graphs_bench::run(&args),
         BenchCommand::Ablation(args) => ablation_bench::run(&args),
+        BenchCommand::Merge(args) => merge::run(&args),
     }
 }

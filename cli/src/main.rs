@@ -15,6 +15,7 @@ mod decompose;
 mod graphs_bench;
 mod import;
 mod io;
+mod merge;
 mod model;
 mod optimize;
 mod opts;

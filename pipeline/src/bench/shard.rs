@@ -1,6 +1,7 @@
 //! Sharded bench runs: a deterministic split of a bench's item list ([`Shard`]), the file
 //! each shard writes ([`ShardFile`]), and the merge that rebuilds the unsharded run's rows
-//! from the files ([`merge`]).
+//! from the files ([`merge`]; with the `serde` feature, `read` reads and merges the files of
+//! any bench).
 //!
 //! A bench orders its items (PSPLIB instances in natural name order, graphs in run order,
 //! sizes as given); shard `I/N` takes the items at positions `k` with `k mod N = I`. The
@@ -466,6 +467,89 @@ where
         items,
         rows,
     })
+}
+
+/// A merged run of one of the benches ([`read`]).
+#[cfg(feature = "serde")]
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum MergedBench {
+    /// `bench psplib`.
+    Psplib(super::psplib::PsplibMerged),
+    /// `bench graphs`, whose configuration is the caller's ([`super::graphs::GraphsBench::shard_file`]).
+    Graphs(super::graphs::GraphsMerged<serde_json::Value>),
+    /// `bench scale`.
+    Scale(super::scale::ScaleMerged),
+}
+
+/// The keys every shard file starts with: read first, so that a file of another bench or
+/// format is named as such rather than as malformed.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+struct Header {
+    format: u32,
+    bench: BenchKind,
+}
+
+/// Reads the shard files at `paths` (JSON, as a bench's `--shard I/N --json` prints them),
+/// and merges them (see [`merge`]) into the unsharded run of the bench the first file names.
+/// Every error names its file. Cost: reading and parsing every file, then [`merge`].
+#[cfg(feature = "serde")]
+pub fn read(paths: &[PathBuf]) -> Result<MergedBench, MergeError> {
+    let mut texts = Vec::with_capacity(paths.len());
+    let mut bench = None;
+    for path in paths {
+        let text = std::fs::read_to_string(path).map_err(|source| MergeError::Read {
+            file: path.clone(),
+            source,
+        })?;
+        let header: Header =
+            serde_json::from_str(&text).map_err(|source| MergeError::Malformed {
+                file: path.clone(),
+                source,
+            })?;
+        if header.format != FORMAT {
+            return Err(MergeError::Format {
+                file: path.clone(),
+                found: header.format,
+            });
+        }
+        let (first, expected) = *bench.get_or_insert((&paths[0], header.bench));
+        if header.bench != expected {
+            return Err(MergeError::BenchDiffers {
+                file: path.clone(),
+                found: header.bench,
+                first: first.clone(),
+                expected,
+            });
+        }
+        texts.push((path, text));
+    }
+    fn parse<T: serde::de::DeserializeOwned>(
+        texts: &[(&PathBuf, String)],
+    ) -> Result<Vec<(PathBuf, T)>, MergeError> {
+        texts
+            .iter()
+            .map(|(path, text)| {
+                serde_json::from_str(text)
+                    .map(|f| ((*path).clone(), f))
+                    .map_err(|source| MergeError::Malformed {
+                        file: (*path).clone(),
+                        source,
+                    })
+            })
+            .collect()
+    }
+    match bench {
+        None => Err(MergeError::NoFiles),
+        Some((_, BenchKind::Psplib)) => {
+            super::psplib::merge(parse(&texts)?).map(MergedBench::Psplib)
+        }
+        Some((_, BenchKind::Graphs)) => {
+            super::graphs::merge(parse(&texts)?).map(MergedBench::Graphs)
+        }
+        Some((_, BenchKind::Scale)) => super::scale::merge(parse(&texts)?).map(MergedBench::Scale),
+    }
 }
 
 /// Whether `f`'s rows are exactly its shard's positions of its items, in order.
