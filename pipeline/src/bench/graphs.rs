@@ -18,11 +18,15 @@ use serde::{Deserialize, Serialize};
 
 use super::shard::Shard;
 use super::BenchError;
+
+mod json;
+mod shards;
 use crate::pipeline::{Pipeline, Report};
 use crate::progress::Progress;
 use crate::schedule::{ModuleSchedule, Optimized};
 use crate::summary::{gain_pct, Comparison, DecompositionSummary};
 use crate::table::Table;
+pub use shards::{merge, GraphsMerged, GraphsShardRow};
 
 /// A benchmark configuration: a model under a parallel plan.
 #[derive(Clone, Debug)]
@@ -748,96 +752,4 @@ impl fmt::Display for GraphsTable<'_> {
         }
         Ok(())
     }
-}
-
-/// A row of a `bench graphs` shard file: the row's summary and what the bench concluded from
-/// it ([`GraphsBench::worse`], [`GraphsBench::search_worse`]).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GraphsShardRow {
-    /// The row flattened for JSON.
-    pub summary: GraphsRowSummary,
-    /// Whether concerto's plan simulates longer than a baseline's.
-    pub worse: bool,
-    /// Whether concerto's own search lost to a baseline.
-    pub search_worse: bool,
-}
-
-/// The unsharded run rebuilt from its shards ([`merge`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct GraphsMerged<C> {
-    /// The configuration every shard shares.
-    pub config: C,
-    /// One row per graph, in run order.
-    pub rows: Vec<GraphsRowSummary>,
-    /// As [`GraphsBench::worse`].
-    pub worse: Vec<String>,
-    /// As [`GraphsBench::search_worse`].
-    pub search_worse: Vec<String>,
-}
-
-impl GraphsBench {
-    /// The shard file of this run, with its configuration `config`: whatever decides the rows
-    /// (hardware, solver, limits, steps, the graphs' selection), which every shard of one run
-    /// must share and the merge compares without interpreting.
-    pub fn shard_file<C>(
-        &self,
-        config: C,
-    ) -> Result<super::shard::ShardFile<C, GraphsShardRow>, BenchError> {
-        let rows = self
-            .rows
-            .iter()
-            .map(|r| GraphsShardRow {
-                summary: r.summary(),
-                worse: r.worse,
-                search_worse: r.search_worse,
-            })
-            .collect();
-        super::shard::ShardFile::new(
-            super::shard::BenchKind::Graphs,
-            self.shard,
-            config,
-            self.items.clone(),
-            rows,
-        )
-    }
-}
-
-/// Merges the shard files of one run (see [`super::shard::merge`]); each row must be of the
-/// graph at its position.
-pub fn merge<C: PartialEq + Serialize>(
-    files: Vec<(
-        std::path::PathBuf,
-        super::shard::ShardFile<C, GraphsShardRow>,
-    )>,
-) -> Result<GraphsMerged<C>, super::shard::MergeError> {
-    for (file, f) in &files {
-        if let Some(r) = f.rows.iter().find(|r| {
-            f.items
-                .get(r.index)
-                .is_some_and(|i| *i != r.row.summary.config)
-        }) {
-            return Err(super::shard::MergeError::Rows {
-                file: file.clone(),
-                reason: format!(
-                    "the row of item {} (`{}`) is of graph `{}`",
-                    r.index, f.items[r.index], r.row.summary.config
-                ),
-            });
-        }
-    }
-    let merged = super::shard::merge(super::shard::BenchKind::Graphs, files)?;
-    let names = |pick: fn(&GraphsShardRow) -> bool| {
-        merged
-            .rows
-            .iter()
-            .filter(|r| pick(r))
-            .map(|r| r.summary.config.clone())
-            .collect()
-    };
-    Ok(GraphsMerged {
-        worse: names(|r| r.worse),
-        search_worse: names(|r| r.search_worse),
-        rows: merged.rows.into_iter().map(|r| r.summary).collect(),
-        config: merged.config,
-    })
 }

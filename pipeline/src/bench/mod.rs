@@ -20,7 +20,6 @@ use thiserror::Error;
 
 pub mod ablation;
 pub mod graphs;
-mod graphs_json;
 pub mod psplib;
 pub mod scale;
 pub mod shard;

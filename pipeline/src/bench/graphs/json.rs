@@ -10,7 +10,7 @@ use concerto_decomp::select::Decomposition;
 use concerto_decomp::{Axis, Family};
 use serde::{Deserialize, Deserializer};
 
-use super::graphs::{GraphsRowSummary, MemorySummary};
+use super::{GraphsRowSummary, MemorySummary};
 use crate::schedule::{Origin, Scheduler};
 use crate::summary::{Comparison, DecompositionSummary};
 
