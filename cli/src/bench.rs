@@ -4,6 +4,7 @@ use clap::Subcommand;
 
 use crate::ablation_bench::{self, AblationArgs};
 use crate::graphs_bench::{self, GraphsArgs};
+use crate::merge::{self, MergeArgs};
 use crate::psplib_bench::{self, PsplibArgs};
 use crate::scale_bench::{self, ScaleArgs};
 use crate::traces_bench::{self, TracesArgs};
@@ -27,6 +28,10 @@ pub(crate) enum BenchCommand {
     /// The simulator against measured steps: every step of PyTorch profiler traces imported
     /// and its recorded order replayed (error, worst step, largest op shift, the GPU alone).
     Traces(TracesArgs),
+    /// Join the `--shard I/N --json` files of one `bench psplib`, `bench graphs` or `bench
+    /// scale` run into what the unsharded run prints (its table, or with `--json` its JSON);
+    /// refuse files of different runs, a missing or repeated shard, or a malformed file.
+    Merge(MergeArgs),
 }
 
 pub(crate) fn run(cmd: BenchCommand) -> Result<(), Failure> {
@@ -36,5 +41,6 @@ pub(crate) fn run(cmd: BenchCommand) -> Result<(), Failure> {
         BenchCommand::Graphs(args) => graphs_bench::run(&args),
         BenchCommand::Ablation(args) => ablation_bench::run(&args),
         BenchCommand::Traces(args) => traces_bench::run(&args),
+        BenchCommand::Merge(args) => merge::run(&args),
     }
 }

@@ -1,18 +1,21 @@
-//! `concerto bench graphs`: every scheduler on model x parallelism configurations.
+//! `concerto bench graphs`: every scheduler on model x parallelism configurations (or one
+//! shard of them).
 
 use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use concerto_pipeline::bench::graphs;
+use concerto_pipeline::bench::graphs::{self, GraphsRowSummary};
+use concerto_pipeline::bench::shard::Shard;
 
 use crate::io::read_input;
 use crate::opts::OptimizeOpts;
 use crate::progress;
 use crate::Failure;
 
-/// Arguments of `concerto bench graphs`.
-#[derive(Args, Debug)]
+/// Arguments of `concerto bench graphs`. All but `--json` and `--shard` serialise into a
+/// shard file's configuration.
+#[derive(Args, Debug, serde::Serialize)]
 pub(crate) struct GraphsArgs {
     #[command(flatten)]
     pub(crate) opts: OptimizeOpts,
@@ -26,9 +29,17 @@ pub(crate) struct GraphsArgs {
     /// Also run the real XLA train steps in `$CONCERTO_SHARED/hlo` (default `../shared`).
     #[arg(long)]
     pub(crate) shared: bool,
-    /// Print one JSON array instead of the table.
+    /// Print one JSON array instead of the table (with `--shard`: the shard's file for
+    /// `concerto bench merge`).
     #[arg(long)]
+    #[serde(skip)]
     pub(crate) json: bool,
+    /// Run only shard I of N (I from 0): graph k of the run, in its order (the `--graph`
+    /// files, then the configurations), belongs to shard k mod N. `concerto bench merge`
+    /// joins the shards' `--json` files.
+    #[arg(long, value_name = "I/N")]
+    #[serde(skip)]
+    pub(crate) shard: Option<Shard>,
 }
 
 /// The three real XLA modules of the shared data folder.
@@ -74,24 +85,46 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
         extra.push((name, input.graph, input.schedule));
     }
     let bar = progress::bar(args.json);
-    let bench = graphs::run(&pipeline, args.only.as_deref(), &extra, bar.as_ref())?;
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
+    let bench = graphs::run_shard(&pipeline, args.only.as_deref(), &extra, shard, bar.as_ref())?;
     let rows: Vec<_> = bench.rows.iter().map(graphs::GraphsRow::summary).collect();
-    let worse = &bench.worse;
-    if args.json {
-        println!("{}", serde_json::to_string(&rows)?);
-    } else {
-        print!("{bench}");
+    let json = match (args.json, args.shard) {
+        (false, _) => None,
+        (true, None) => Some(summary_json(&rows)?),
+        (true, Some(_)) => Some(serde_json::to_string(
+            &bench.shard_file(serde_json::to_value(args)?)?,
+        )?),
+    };
+    finish(&rows, &bench.worse, &bench.search_worse, json)
+}
+
+/// The JSON of a run: the array of its rows.
+pub(crate) fn summary_json(rows: &[GraphsRowSummary]) -> anyhow::Result<String> {
+    Ok(serde_json::to_string(rows)?)
+}
+
+/// Prints `json` when given, else the table of `rows`; then, to standard error, the graphs
+/// where concerto lost to a baseline, and exit 1 if any.
+pub(crate) fn finish(
+    rows: &[GraphsRowSummary],
+    worse: &[String],
+    search_worse: &[String],
+    json: Option<String>,
+) -> Result<(), Failure> {
+    match json {
+        Some(json) => println!("{json}"),
+        None => print!("{}", graphs::GraphsTable(rows)),
     }
-    if !bench.search_worse.is_empty() {
+    if !search_worse.is_empty() {
         eprintln!(
             "concerto's own search lost to a baseline (its plan was kept only by falling back) on: {}",
-            bench.search_worse.join(", ")
+            search_worse.join(", ")
         );
     }
     if !worse.is_empty() {
         eprintln!("concerto is worse than a baseline on: {}", worse.join(", "));
     }
-    if !worse.is_empty() || !bench.search_worse.is_empty() {
+    if !worse.is_empty() || !search_worse.is_empty() {
         return Err(Failure::Rejected);
     }
     Ok(())

@@ -16,6 +16,7 @@ mod decompose;
 mod graphs_bench;
 mod import;
 mod io;
+mod merge;
 mod model;
 mod optimize;
 mod opts;

@@ -15,7 +15,8 @@ use concerto_rcpsp::OddEvenConfig;
 use crate::solve::{default_solver, registry, time_limit};
 
 /// Whether to fuse collectives.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub(crate) enum Fuse {
     /// No fusion.
     Off,
@@ -24,7 +25,8 @@ pub(crate) enum Fuse {
 }
 
 /// Whether and how to decompose ([`concerto_pipeline::Decompose`]).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub(crate) enum Decompose {
     /// Schedule only.
     Off,
@@ -50,7 +52,8 @@ impl From<Decompose> for concerto_pipeline::Decompose {
 }
 
 /// Which decomposition families the selection tries ([`concerto_pipeline::Families`]).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub(crate) enum Families {
     /// Both: splits into chunks and collective-matmul rings.
     All,
@@ -73,8 +76,10 @@ impl From<Families> for concerto_pipeline::Families {
 /// The time limit when neither `--time-limit` nor `--work-limit` is given (seconds).
 const DEFAULT_TIME_LIMIT_S: f64 = 10.0;
 
-/// Options shared by `concerto optimize` and the commands built on the same pipeline.
-#[derive(Args, Debug, Clone)]
+/// Options shared by `concerto optimize` and the commands built on the same pipeline. They
+/// serialise (by their field names) into a `bench graphs` shard file's configuration, which
+/// every shard of one run must share.
+#[derive(Args, Debug, Clone, serde::Serialize)]
 pub(crate) struct OptimizeOpts {
     /// Hardware profile: `h100` (measured tables), `a800` (roofline, the paper's cluster),
     /// `a800-pcie` (the same without NVLink), `a100`, `v100` (roofline), or a fitted profile

@@ -1,20 +1,22 @@
-//! `concerto bench psplib`: solve a directory of PSPLIB instances, check every schedule, and
-//! compare with a reference table. The bench is [`concerto_pipeline::bench::psplib`]; this
-//! parses the arguments and renders its report (a table or JSON, and a CSV of the rows).
+//! `concerto bench psplib`: solve a directory of PSPLIB instances (or one shard of them),
+//! check every schedule, and compare with a reference table. The bench is
+//! [`concerto_pipeline::bench::psplib`]; this parses the arguments and renders its report (a
+//! table or JSON, and a CSV of the rows).
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use concerto_pipeline::bench::psplib::{self, PsplibConfig, PsplibRow, PsplibSummary};
+use concerto_pipeline::bench::psplib::{
+    self, PsplibConfig, PsplibJson, PsplibReport, PsplibRow, PsplibRun, PsplibShardConfig,
+};
+use concerto_pipeline::bench::shard::Shard;
 use concerto_rcpsp::Limits;
-use serde::Serialize;
 
 use crate::progress;
 use crate::solve::{time_limit, WindowArgs};
 use crate::Failure;
-use concerto_pipeline::table::Table;
 
 /// Arguments of `concerto bench psplib`.
 #[derive(Args, Debug)]
@@ -31,6 +33,10 @@ pub(crate) struct PsplibArgs {
     /// Wall-clock limit per instance, in seconds.
     #[arg(long, value_name = "SECS")]
     time_limit: Option<f64>,
+    /// A deterministic budget of solver work per instance (conflicts for pumpkin, schedules
+    /// for sgs): the same instances and seed give the same rows on any machine and load.
+    #[arg(long, value_name = "N")]
+    work_limit: Option<u64>,
     /// Seed of every solve.
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -51,24 +57,17 @@ pub(crate) struct PsplibArgs {
     /// Write one CSV row per instance to this file.
     #[arg(long, value_name = "CSV")]
     out: Option<PathBuf>,
-    /// Print one JSON object instead of the table.
+    /// Print one JSON object instead of the table (with `--shard`: the shard's file for
+    /// `concerto bench merge`, its rows and the run's settings).
     #[arg(long)]
     json: bool,
+    /// Solve only shard I of N (I from 0): instance k of the selection, in the order above,
+    /// belongs to shard k mod N. `concerto bench merge` joins the shards' `--json` files into
+    /// the unsharded summary.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
     #[command(flatten)]
     windows: WindowArgs,
-}
-
-/// The JSON object printed: the run's settings, then the summary's keys.
-#[derive(Serialize)]
-struct SummaryJson<'a> {
-    solver: &'a str,
-    dir: String,
-    time_limit_s: Option<f64>,
-    seed: u64,
-    jobs: usize,
-    threads: usize,
-    #[serde(flatten)]
-    summary: &'a PsplibSummary,
 }
 
 fn write_csv(path: &Path, rows: &[PsplibRow]) -> anyhow::Result<()> {
@@ -111,15 +110,20 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
     if args.jobs == 0 {
         return Err(anyhow::anyhow!("--jobs must be at least 1").into());
     }
+    if args.work_limit == Some(0) {
+        return Err(anyhow::anyhow!("--work-limit must be at least 1").into());
+    }
     let threads = match args.threads {
         Some(0) => return Err(anyhow::anyhow!("--threads must be at least 1").into()),
         Some(t) => t,
         None => psplib::default_threads(args.jobs),
     };
     let solver = args.windows.solver(&args.solver)?;
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
     let config = PsplibConfig {
         limits: Limits {
             time_limit: time_limit(args.time_limit)?,
+            work_limit: args.work_limit,
             seed: args.seed,
             threads,
             ..Limits::default()
@@ -127,61 +131,70 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
         jobs: args.jobs,
         ..PsplibConfig::new(instances, reference)
     };
-    let report = psplib::run(&config, solver.as_ref(), progress::bar(args.json).as_ref())?;
-    let summary = &report.summary;
+    let bar = progress::bar(args.json);
+    let report = psplib::run_shard(&config, shard, solver.as_ref(), bar.as_ref())?;
     if let Some(out) = &args.out {
         write_csv(out, &report.rows)?;
     }
+    let run = PsplibRun {
+        solver: args.solver.clone(),
+        dir: args.dir.display().to_string(),
+        time_limit_s: args.time_limit,
+        work_limit: args.work_limit,
+        seed: args.seed,
+        jobs: args.jobs,
+        threads,
+    };
+    let reference = args.reference.display().to_string();
+    let json = match (args.json, args.shard) {
+        (false, _) => None,
+        (true, None) => Some(summary_json(&run, &report)?),
+        (true, Some(shard)) => {
+            let shard_config = PsplibShardConfig {
+                run: run.clone(),
+                reference: reference.clone(),
+                only: args.only.clone(),
+                limit: args.limit,
+                window: args.windows.settings(),
+            };
+            let file = psplib::shard_file(shard_config, shard, &config.instances, report.clone())?;
+            Some(serde_json::to_string(&file)?)
+        }
+    };
+    finish(&run, &reference, &report, json)
+}
+
+/// The JSON of the summary: the run's settings, then the summary's keys.
+pub(crate) fn summary_json(run: &PsplibRun, report: &PsplibReport) -> anyhow::Result<String> {
+    Ok(serde_json::to_string(&PsplibJson {
+        run,
+        summary: &report.summary,
+    })?)
+}
+
+/// What a run (or a merge of its shards) reports: a warning for the instances without a
+/// reference row and a line per result with findings, to standard error; then `json` when
+/// given, else the table; exit 1 when the bench does not pass.
+pub(crate) fn finish(
+    run: &PsplibRun,
+    reference: &str,
+    report: &PsplibReport,
+    json: Option<String>,
+) -> Result<(), Failure> {
     let missing_reference = report.missing_reference();
     if missing_reference > 0 {
-        eprintln!(
-            "warning: {missing_reference} instance(s) have no row in {}",
-            args.reference.display()
-        );
+        eprintln!("warning: {missing_reference} instance(s) have no row in {reference}");
     }
     for r in &report.rows {
         if let Some(problem) = r.problem() {
             eprintln!("{}: {}: {problem}", r.instance, r.status);
         }
     }
-    if args.json {
-        let json = SummaryJson {
-            solver: &args.solver,
-            dir: args.dir.display().to_string(),
-            time_limit_s: args.time_limit,
-            seed: args.seed,
-            jobs: args.jobs,
-            threads,
-            summary,
-        };
-        println!("{}", serde_json::to_string(&json)?);
-    } else {
-        let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
-        let mut t = Table::new(&[
-            "solver",
-            "instances",
-            "checked",
-            "proven optimal",
-            "= best known",
-            "% above best known",
-            "% above CPM",
-            "median time s",
-            "max time s",
-        ]);
-        t.row(vec![
-            args.solver.clone(),
-            summary.instances.to_string(),
-            summary.checked.to_string(),
-            summary.proven_optimal.to_string(),
-            summary.equal_best_known.to_string(),
-            f(summary.mean_pct_above_best_known),
-            f(summary.mean_pct_above_cpm),
-            format!("{:.3}", summary.median_time_s),
-            format!("{:.3}", summary.max_time_s),
-        ]);
-        print!("{}", t.render());
+    match json {
+        Some(json) => println!("{json}"),
+        None => print!("{}", report.summary.table(&run.solver)),
     }
-    if !summary.passed() {
+    if !report.summary.passed() {
         return Err(Failure::Rejected);
     }
     Ok(())

@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use clap::Args;
-use concerto_pipeline::bench::scale::{self, ScaleConfig};
+use concerto_pipeline::bench::scale::{self, ScaleConfig, ScaleRow, ScaleRun, ScaleShardConfig};
+use concerto_pipeline::bench::shard::Shard;
 
 use crate::progress;
 use crate::solve::{default_solver, registry, time_limit};
 use crate::Failure;
-use concerto_pipeline::table::Table;
 
 /// Arguments of `concerto bench scale`.
 #[derive(Args, Debug)]
@@ -42,9 +42,15 @@ pub(crate) struct ScaleArgs {
     /// Worker threads (default: every core).
     #[arg(long)]
     threads: Option<usize>,
-    /// Print one JSON object instead of the table.
+    /// Print one JSON object instead of the table (with `--shard`: the shard's file for
+    /// `concerto bench merge`).
     #[arg(long)]
     json: bool,
+    /// Run only shard I of N (I from 0): size k of `--sizes`, in the order given, belongs to
+    /// shard k mod N. `concerto bench merge` joins the shards' `--json` files. Each row's
+    /// peak memory is its own shard process's.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
 }
 
 pub(crate) fn run(args: &ScaleArgs) -> Result<(), Failure> {
@@ -69,48 +75,51 @@ pub(crate) fn run(args: &ScaleArgs) -> Result<(), Failure> {
         seed: args.seed,
         threads,
     };
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
     let solver = Arc::from(registry().get(&args.solver)?);
-    let report = scale::run(&config, solver, progress::bar(args.json).as_ref())?;
-    if args.json {
-        println!(
-            "{}",
-            serde_json::json!({
-                "solver": args.solver,
-                "window": args.window,
-                "rounds": args.rounds,
-                "window_time_limit_s": args.window_time_limit,
-                "threads": threads,
-                "sizes": report.rows,
-            })
-        );
-        return Ok(());
+    let report = scale::run(
+        &ScaleConfig {
+            sizes: shard.pick(&config.sizes),
+            ..config.clone()
+        },
+        solver,
+        progress::bar(args.json).as_ref(),
+    )?;
+    let run = ScaleRun {
+        solver: args.solver.clone(),
+        window: args.window,
+        rounds: args.rounds,
+        window_time_limit_s: args.window_time_limit,
+        threads,
+    };
+    let json = match (args.json, args.shard) {
+        (false, _) => None,
+        (true, None) => Some(summary_json(&run, &report.rows)?),
+        (true, Some(shard)) => {
+            let config = ScaleShardConfig {
+                run: run.clone(),
+                sizes: config.sizes,
+                channels: config.channels,
+                start_schedules: config.start_schedules,
+                seed: config.seed,
+            };
+            let file = scale::shard_file(config, shard, report.rows.clone())?;
+            Some(serde_json::to_string(&file)?)
+        }
+    };
+    finish(&report.rows, json)
+}
+
+/// The JSON of a run: its settings and its rows under `sizes`.
+pub(crate) fn summary_json(run: &ScaleRun, rows: &[ScaleRow]) -> anyhow::Result<String> {
+    Ok(scale::json(run, rows)?.to_string())
+}
+
+/// Prints `json` when given, else the table of `rows`.
+pub(crate) fn finish(rows: &[ScaleRow], json: Option<String>) -> Result<(), Failure> {
+    match json {
+        Some(json) => println!("{json}"),
+        None => print!("{}", scale::table(rows)),
     }
-    let mut t = Table::new(&[
-        "n",
-        "rounds",
-        "time s",
-        "start",
-        "odd-even",
-        "lower bound",
-        "gap %",
-        "heuristic (same time)",
-        "heuristic gap %",
-        "peak MiB",
-    ]);
-    for r in &report.rows {
-        t.row(vec![
-            r.n.to_string(),
-            r.rounds.to_string(),
-            format!("{:.2}", r.time_s),
-            r.start_makespan.to_string(),
-            r.makespan.to_string(),
-            r.lower_bound.to_string(),
-            format!("{:.3}", r.gap_pct),
-            r.heuristic_makespan.to_string(),
-            format!("{:.3}", r.heuristic_gap_pct),
-            r.peak_rss_mb.map_or("-".into(), |m| format!("{m:.0}")),
-        ]);
-    }
-    print!("{}", t.render());
     Ok(())
 }

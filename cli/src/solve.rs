@@ -87,6 +87,17 @@ impl WindowArgs {
         }))
     }
 
+    /// The driver's settings as given, if `--window` was given (what a shard file records).
+    pub(crate) fn settings(&self) -> Option<concerto_pipeline::bench::psplib::WindowSettings> {
+        self.window
+            .map(|block| concerto_pipeline::bench::psplib::WindowSettings {
+                block,
+                rounds: self.rounds,
+                window_time_limit_s: self.window_time_limit,
+                start_time_s: self.start_time,
+            })
+    }
+
     /// The solver called `name`, inside the odd-even driver if `--window` was given.
     pub(crate) fn solver(&self, name: &str) -> anyhow::Result<Box<dyn Solver>> {
         let inner = registry().get(name)?;

@@ -14,14 +14,19 @@ use concerto_graph::{trace, Graph, StreamPlan};
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::shard::Shard;
 use super::BenchError;
+
+mod json;
+mod shards;
 use crate::pipeline::{Pipeline, Report};
 use crate::progress::Progress;
 use crate::schedule::{ModuleSchedule, Optimized};
 use crate::summary::{gain_pct, Comparison, DecompositionSummary};
 use crate::table::Table;
+pub use shards::{merge, GraphsMerged, GraphsShardRow};
 
 /// A benchmark configuration: a model under a parallel plan.
 #[derive(Clone, Debug)]
@@ -132,12 +137,21 @@ pub struct GraphsRow {
     /// Under a memory budget: the S step of the same graph without it (what the budget
     /// costs), else `None`.
     pub unbounded: Option<Optimized>,
+    /// Whether concerto's plan simulates longer than a baseline's ([`GraphsBench::worse`]).
+    pub worse: bool,
+    /// Whether concerto's own search lost to a baseline ([`GraphsBench::search_worse`]).
+    pub search_worse: bool,
 }
 
 /// What [`run`] found.
 #[derive(Clone, Debug)]
 pub struct GraphsBench {
-    /// One row per configuration run, in [`configs`] order.
+    /// Every graph of the unsharded run by name, in run order (the extra graphs, then the
+    /// configurations), those of other shards too.
+    pub items: Vec<String>,
+    /// The shard run ([`Shard::WHOLE`] when unsharded).
+    pub shard: Shard,
+    /// One row per graph run, in run order.
     pub rows: Vec<GraphsRow>,
     /// Configurations where concerto's plan simulates longer than a baseline's (never, unless
     /// something is broken: concerto falls back to a shorter baseline).
@@ -154,6 +168,15 @@ enum Source<'a> {
     Extra(&'a str, &'a Graph, Option<&'a StreamPlan>),
 }
 
+impl Source<'_> {
+    fn name(&self) -> &str {
+        match self {
+            Source::Config(c) => c.name,
+            Source::Extra(n, _, _) => n,
+        }
+    }
+}
+
 /// Runs `pipeline` on every extra graph (`(name, graph, schedule)`, for example imported XLA
 /// modules, with the schedule the module carried, reported as [`Scheduler::Xla`]) and every
 /// configuration, those whose name contains `only` (all when `None`), telling `progress` after
@@ -166,17 +189,30 @@ pub fn run(
     extra: &[(String, Graph, Option<StreamPlan>)],
     progress: &dyn Progress,
 ) -> Result<GraphsBench, BenchError> {
-    let chosen: Vec<Source<'_>> = extra
+    run_shard(pipeline, only, extra, Shard::WHOLE, progress)
+}
+
+/// [`run`] on the graphs of `shard` only: of the graphs [`run`] would run, in its order, those
+/// at positions `k` with `k mod N = I` ([`super::shard`]).
+pub fn run_shard(
+    pipeline: &Pipeline,
+    only: Option<&str>,
+    extra: &[(String, Graph, Option<StreamPlan>)],
+    shard: Shard,
+    progress: &dyn Progress,
+) -> Result<GraphsBench, BenchError> {
+    let all: Vec<Source<'_>> = extra
         .iter()
         .map(|(n, g, p)| Source::Extra(n, g, p.as_ref()))
         .chain(configs().into_iter().map(Source::Config))
-        .filter(|c| {
-            let name = match c {
-                Source::Config(c) => c.name,
-                Source::Extra(n, _, _) => n,
-            };
-            only.is_none_or(|p| name.contains(p))
-        })
+        .filter(|c| only.is_none_or(|p| c.name().contains(p)))
+        .collect();
+    let items: Vec<String> = all.iter().map(|c| c.name().to_owned()).collect();
+    let chosen: Vec<Source<'_>> = all
+        .into_iter()
+        .enumerate()
+        .filter(|(k, _)| shard.contains(*k))
+        .map(|(_, c)| c)
         .collect();
     progress.start("bench graphs", Some(chosen.len() as u64));
     // Under a memory budget, the same S step without it, for the memory table.
@@ -192,10 +228,7 @@ pub fn run(
     let mut worse = Vec::new();
     let mut search_worse = Vec::new();
     for source in chosen {
-        let name = match &source {
-            Source::Config(c) => c.name.to_string(),
-            Source::Extra(n, _, _) => n.to_string(),
-        };
+        let name = source.name().to_owned();
         let failed = |source: crate::PipelineError| BenchError::Pipeline {
             config: name.clone(),
             source: Box::new(source),
@@ -254,12 +287,14 @@ pub fn run(
                 .iter()
                 .filter(|x| x.scheduler != crate::Scheduler::Concerto && fits(x))
         };
-        if baselines().any(|x| opt > x.makespan_ns()) {
+        let is_worse = baselines().any(|x| opt > x.makespan_ns());
+        if is_worse {
             worse.push(name.clone());
         }
         let best_fitting = baselines().map(|x| x.makespan_ns()).min();
         let lost = best_fitting.is_some_and(|b| s.solver_plan.makespan_ns() > b);
-        if !fits(&s.solver_plan) || lost {
+        let search_lost = !fits(&s.solver_plan) || lost;
+        if search_lost {
             search_worse.push(name.clone());
         }
         let unbounded = match &free {
@@ -280,10 +315,14 @@ pub fn run(
             report,
             trace_events,
             unbounded,
+            worse: is_worse,
+            search_worse: search_lost,
         });
     }
     progress.finish();
     Ok(GraphsBench {
+        items,
+        shard,
         rows,
         worse,
         search_worse,
@@ -293,7 +332,8 @@ pub fn run(
 /// The memory side of a [`GraphsRow`] run under a budget: program order, concerto without the
 /// budget and with it, and the LHS baseline with XLA's memory treatment, each with its
 /// simulated makespan and its peak ([`concerto_graph::memory`]).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MemorySummary {
     /// The budget (bytes).
     pub budget_bytes: u64,
@@ -355,7 +395,8 @@ impl MemorySummary {
     }
 }
 
-/// A [`GraphsRow`] flattened for JSON (`concerto bench graphs --json`).
+/// A [`GraphsRow`] flattened for JSON (`concerto bench graphs --json`); it reads back from
+/// that JSON too.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GraphsRowSummary {
     /// The configuration.
@@ -478,12 +519,22 @@ impl GraphsRow {
     }
 }
 
-/// The comparison table, with the S+AD, joint and S+F columns of the steps that ran, and a
-/// line per column group that says what it means.
+/// The comparison table of the rows' summaries ([`GraphsTable`]).
 impl fmt::Display for GraphsBench {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let summaries: Vec<GraphsRowSummary> = self.rows.iter().map(GraphsRow::summary).collect();
-        let rows = &summaries;
+        GraphsTable(&summaries).fmt(f)
+    }
+}
+
+/// The comparison table of `bench graphs` over rows' summaries, with the S+AD, joint and S+F
+/// columns of the steps that ran, and a line per column group that says what it means.
+#[derive(Clone, Copy, Debug)]
+pub struct GraphsTable<'a>(pub &'a [GraphsRowSummary]);
+
+impl fmt::Display for GraphsTable<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let rows = self.0;
         let decomposing = rows.iter().any(|r| r.decomposed_ns.is_some());
         let xla = rows.iter().any(|r| r.comparison.xla_ns.is_some());
         let mut header = vec!["config", "ops", "program_ms"];

@@ -6,6 +6,9 @@
 //!   bounds; a result that contradicts the reference is reported as such.
 //! - [`scale`]: the odd-even driver ([`concerto_rcpsp::OddEven`]) on generated training steps
 //!   of growing size, against the plain heuristic given the same wall time.
+//! - [`graphs`]: every scheduler on model x parallelism configurations and given graphs.
+//! - [`shard`]: a deterministic split of a bench's items (`--shard I/N`), the file each shard
+//!   writes, and the merge that rebuilds the unsharded rows and summary from the files.
 //!
 //! Solvers come in as trait objects, so this module depends on no backend. Progress goes to a
 //! [`Progress`](crate::Progress) between items (instances, sizes), never from inside a solve.
@@ -19,6 +22,7 @@ pub mod ablation;
 pub mod graphs;
 pub mod psplib;
 pub mod scale;
+pub mod shard;
 
 /// Why a bench could not run. Results that contradict a reference are not errors: the report
 /// says them.

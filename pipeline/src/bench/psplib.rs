@@ -26,6 +26,11 @@ use concerto_rcpsp::{bounds, check, read_problem, Limits, Solver, Status};
 use super::{pct_above, BenchError};
 use crate::progress::Progress;
 
+mod shards;
+#[cfg(feature = "serde")]
+pub use shards::{merge, shard_file, PsplibMerged};
+pub use shards::{PsplibShardConfig, WindowSettings};
+
 /// What to solve, against which reference, under which limits.
 #[derive(Clone, Debug)]
 pub struct PsplibConfig {
@@ -303,6 +308,80 @@ impl PsplibReport {
     }
 }
 
+/// What `bench psplib --json` prints about the run, before the summary's keys.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct PsplibRun {
+    /// The solver's name as asked for.
+    pub solver: String,
+    /// The instance directory, as given.
+    pub dir: String,
+    /// The time limit of each solve, in seconds, as given.
+    pub time_limit_s: Option<f64>,
+    /// The work limit of each solve (absent from the JSON when not set).
+    #[cfg_attr(
+        feature = "serde",
+        serde(default, skip_serializing_if = "Option::is_none")
+    )]
+    pub work_limit: Option<u64>,
+    /// The seed of every solve.
+    pub seed: u64,
+    /// Instances solved at the same time.
+    pub jobs: usize,
+    /// Threads of each solve.
+    pub threads: usize,
+}
+
+/// The JSON object of `bench psplib --json`: the run's settings, then the summary's keys.
+#[cfg(feature = "serde")]
+#[derive(Clone, Copy, Debug, serde::Serialize)]
+pub struct PsplibJson<'a> {
+    /// The run.
+    #[serde(flatten)]
+    pub run: &'a PsplibRun,
+    /// The summary.
+    #[serde(flatten)]
+    pub summary: &'a PsplibSummary,
+}
+
+impl PsplibSummary {
+    /// The one-row table of `bench psplib`, `solver` named in its first column.
+    pub fn table(&self, solver: &str) -> String {
+        let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
+        let mut t = crate::table::Table::new(&[
+            "solver",
+            "instances",
+            "checked",
+            "proven optimal",
+            "= best known",
+            "% above best known",
+            "% above CPM",
+            "median time s",
+            "max time s",
+        ]);
+        t.row(vec![
+            solver.to_owned(),
+            self.instances.to_string(),
+            self.checked.to_string(),
+            self.proven_optimal.to_string(),
+            self.equal_best_known.to_string(),
+            f(self.mean_pct_above_best_known),
+            f(self.mean_pct_above_cpm),
+            format!("{:.3}", self.median_time_s),
+            format!("{:.3}", self.max_time_s),
+        ]);
+        t.render()
+    }
+}
+
+/// An instance's name: its file stem (`j301_1`).
+pub fn instance_name(path: &Path) -> String {
+    path.file_stem()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// The `.sm` files of `dir` whose file name matches `only` (`*` matches any run of
 /// characters, e.g. `j30*_1.sm`), in natural order (digit runs compare as numbers, so
 /// `j302_1` comes before `j3010_1`), the first `limit` of them. An empty selection is an
@@ -360,22 +439,11 @@ pub fn run(
     solver: &dyn Solver,
     progress: &dyn Progress,
 ) -> Result<PsplibReport, BenchError> {
-    let invalid = |reason: &str| {
-        Err(BenchError::InvalidConfig {
-            reason: reason.to_owned(),
-        })
-    };
-    if config.jobs == 0 {
-        return invalid("jobs must be at least 1");
-    }
-    if config.limits.threads == 0 {
-        return invalid("threads must be at least 1");
-    }
-    if config.limits.initial.is_some() {
-        return invalid("a starting schedule cannot hold for every instance");
-    }
+    validate(config)?;
     if config.instances.is_empty() {
-        return invalid("no instance to solve");
+        return Err(BenchError::InvalidConfig {
+            reason: "no instance to solve".into(),
+        });
     }
     let files = &config.instances;
     progress.start("psplib", Some(files.len() as u64));
@@ -416,6 +484,49 @@ pub fn run(
     Ok(PsplibReport { rows, summary })
 }
 
+/// [`run`] on the instances of `shard` only: of `config.instances` (the unsharded run's, in
+/// its order), those at positions `k` with `k mod N = I` ([`super::shard`]). A shard without
+/// instances of a split in several (more shards than instances) is an empty report, not an
+/// error, so that every shard of a split has its file to merge.
+pub fn run_shard(
+    config: &PsplibConfig,
+    shard: super::shard::Shard,
+    solver: &dyn Solver,
+    progress: &dyn Progress,
+) -> Result<PsplibReport, BenchError> {
+    let config = PsplibConfig {
+        instances: shard.pick(&config.instances),
+        ..config.clone()
+    };
+    if config.instances.is_empty() && shard.count() > 1 {
+        validate(&config)?;
+        return Ok(PsplibReport {
+            rows: Vec::new(),
+            summary: PsplibSummary::of(&[]),
+        });
+    }
+    run(&config, solver, progress)
+}
+
+/// An error for a configuration [`run`] cannot run, whatever its instances.
+fn validate(config: &PsplibConfig) -> Result<(), BenchError> {
+    let invalid = |reason: &str| {
+        Err(BenchError::InvalidConfig {
+            reason: reason.to_owned(),
+        })
+    };
+    if config.jobs == 0 {
+        return invalid("jobs must be at least 1");
+    }
+    if config.limits.threads == 0 {
+        return invalid("threads must be at least 1");
+    }
+    if config.limits.initial.is_some() {
+        return invalid("a starting schedule cannot hold for every instance");
+    }
+    Ok(())
+}
+
 /// Reads, solves, checks and compares one instance (see the module docs). Never fails: an
 /// unreadable file or a solver error is a row with status `error` and a [`Finding`].
 pub fn solve_instance(
@@ -424,11 +535,7 @@ pub fn solve_instance(
     limits: &Limits,
     reference: Option<&Reference>,
 ) -> PsplibRow {
-    let instance = path
-        .file_stem()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
+    let instance = instance_name(path);
     let failed = |finding: Finding, jobs: usize, cp: i64| PsplibRow {
         instance: instance.clone(),
         jobs,

@@ -13,6 +13,8 @@
 //! Cost per size: O(k * t_b * n / b) for k rounds of windows of b activities each solved in
 //! at most t_b, plus the heuristic's equal time.
 
+#[cfg(feature = "serde")]
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -175,6 +177,131 @@ pub struct ScaleReport {
     pub solver: String,
     /// One row per size, in the configuration's order.
     pub rows: Vec<ScaleRow>,
+}
+
+/// What `bench scale --json` prints about the run besides its rows.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ScaleRun {
+    /// The window solver's name as asked for.
+    pub solver: String,
+    /// Activities per block ([`ScaleConfig::block`]).
+    pub window: usize,
+    /// Odd-even rounds.
+    pub rounds: usize,
+    /// Time limit of each window's solve, in seconds, as given.
+    pub window_time_limit_s: f64,
+    /// Worker threads.
+    pub threads: usize,
+}
+
+/// The JSON object of `bench scale --json`: the run's settings and its rows under `sizes`.
+#[cfg(feature = "serde")]
+pub fn json(run: &ScaleRun, rows: &[ScaleRow]) -> serde_json::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(run)?;
+    v["sizes"] = serde_json::to_value(rows)?;
+    Ok(v)
+}
+
+/// The table of `bench scale`: one line per size.
+pub fn table(rows: &[ScaleRow]) -> String {
+    let mut t = crate::table::Table::new(&[
+        "n",
+        "rounds",
+        "time s",
+        "start",
+        "odd-even",
+        "lower bound",
+        "gap %",
+        "heuristic (same time)",
+        "heuristic gap %",
+        "peak MiB",
+    ]);
+    for r in rows {
+        t.row(vec![
+            r.n.to_string(),
+            r.rounds.to_string(),
+            format!("{:.2}", r.time_s),
+            r.start_makespan.to_string(),
+            r.makespan.to_string(),
+            r.lower_bound.to_string(),
+            format!("{:.3}", r.gap_pct),
+            r.heuristic_makespan.to_string(),
+            format!("{:.3}", r.heuristic_gap_pct),
+            r.peak_rss_mb.map_or("-".into(), |m| format!("{m:.0}")),
+        ]);
+    }
+    t.render()
+}
+
+/// Everything about a `bench scale` run that decides its rows: what every shard of one run
+/// shares ([`super::shard`]). Its items are the sizes.
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct ScaleShardConfig {
+    /// What the JSON prints.
+    pub run: ScaleRun,
+    /// Every size of the unsharded run, in its order.
+    pub sizes: Vec<usize>,
+    /// Communication channels of the generated steps.
+    pub channels: usize,
+    /// Schedules the starting heuristic may generate.
+    pub start_schedules: u64,
+    /// Seed of the generator and the solvers.
+    pub seed: u64,
+}
+
+/// The unsharded run rebuilt from its shards ([`merge`]).
+#[cfg(feature = "serde")]
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScaleMerged {
+    /// The configuration every shard shares.
+    pub config: ScaleShardConfig,
+    /// One row per size, in the unsharded order.
+    pub rows: Vec<ScaleRow>,
+}
+
+/// The sizes as a shard file's items.
+#[cfg(feature = "serde")]
+fn size_items(sizes: &[usize]) -> Vec<String> {
+    sizes.iter().map(ToString::to_string).collect()
+}
+
+/// The shard file of `shard` of the run `config` (every size of the unsharded run), whose
+/// rows over the shard's sizes are `rows`. Each row's peak memory is its shard process's.
+#[cfg(feature = "serde")]
+pub fn shard_file(
+    config: ScaleShardConfig,
+    shard: super::shard::Shard,
+    rows: Vec<ScaleRow>,
+) -> Result<super::shard::ShardFile<ScaleShardConfig, ScaleRow>, BenchError> {
+    let items = size_items(&config.sizes);
+    super::shard::ShardFile::new(super::shard::BenchKind::Scale, shard, config, items, rows)
+}
+
+/// Merges the shard files of one run (see [`super::shard::merge`]); the items must be the
+/// configuration's sizes.
+#[cfg(feature = "serde")]
+pub fn merge(
+    files: Vec<(PathBuf, super::shard::ShardFile<ScaleShardConfig, ScaleRow>)>,
+) -> Result<ScaleMerged, super::shard::MergeError> {
+    if let Some((file, f)) = files
+        .iter()
+        .find(|(_, f)| f.items != size_items(&f.config.sizes))
+    {
+        return Err(super::shard::MergeError::Rows {
+            file: file.clone(),
+            reason: format!(
+                "its items {:?} are not its sizes {:?}",
+                f.items, f.config.sizes
+            ),
+        });
+    }
+    let merged = super::shard::merge(super::shard::BenchKind::Scale, files)?;
+    Ok(ScaleMerged {
+        config: merged.config,
+        rows: merged.rows,
+    })
 }
 
 /// Runs the bench: every size of `config`, windows solved by `solver`, reporting one item per

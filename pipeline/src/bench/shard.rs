@@ -1,0 +1,779 @@
+//! Sharded bench runs: a deterministic split of a bench's item list ([`Shard`]), the file
+//! each shard writes ([`ShardFile`]), and the merge that rebuilds the unsharded run's rows
+//! from the files ([`merge`]; with the `serde` feature, `read` reads and merges the files of
+//! any bench).
+//!
+//! A bench orders its items (PSPLIB instances in natural name order, graphs in run order,
+//! sizes as given); shard `I/N` takes the items at positions `k` with `k mod N = I`. The
+//! split needs no coordination between shards, every item lands in exactly one shard, and
+//! shards differ in size by at most one item. Each shard writes its rows with their
+//! positions, the whole item list and the run's configuration; [`merge`] checks that the
+//! files belong together (same bench, configuration, shard count and item list, every shard
+//! once, every row where its shard says) and puts the rows back in the unsharded order, so
+//! the summary computed from them is the unsharded run's: the same sums in the same order.
+//!
+//! What a row measures on the clock (solve times, peak memory) is the shard's measurement:
+//! the merge reproduces the summary of those rows exactly, not another run's clock.
+//!
+//! The files are JSON. The rows' floating-point values come back exactly only when
+//! `serde_json` parses floats exactly (its `float_roundtrip` feature, which the `concerto`
+//! binary enables).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+/// One part of a split in `count` parts: the items at positions `k` with
+/// `k mod count = index`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Shard {
+    index: usize,
+    count: usize,
+}
+
+/// Why a shard is invalid.
+#[derive(Clone, Debug, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum ShardError {
+    /// The text is not of the form `I/N` with two whole numbers.
+    #[error("expected I/N (a shard index from 0 and a shard count, e.g. 0/4), found `{0}`")]
+    Syntax(String),
+    /// The shard count is 0.
+    #[error("the shard count must be at least 1, found `{0}`")]
+    ZeroCount(String),
+    /// The index is not below the count (shards are numbered from 0).
+    #[error("shard index {index} is out of range: shards of a split in {count} are numbered 0 to {}", count - 1)]
+    IndexOutOfRange {
+        /// The index given.
+        index: usize,
+        /// The shard count.
+        count: usize,
+    },
+}
+
+impl Shard {
+    /// The whole list: shard `0/1`.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Shard `index` of a split in `count` parts: an error unless `count >= 1` and
+    /// `index < count`.
+    pub fn new(index: usize, count: usize) -> Result<Self, ShardError> {
+        if count == 0 {
+            return Err(ShardError::ZeroCount(format!("{index}/{count}")));
+        }
+        if index >= count {
+            return Err(ShardError::IndexOutOfRange { index, count });
+        }
+        Ok(Self { index, count })
+    }
+
+    /// The shard's index, from 0.
+    pub fn index(self) -> usize {
+        self.index
+    }
+
+    /// The number of shards of the split.
+    pub fn count(self) -> usize {
+        self.count
+    }
+
+    /// Whether the item at position `k` of the whole list belongs to this shard.
+    pub fn contains(self, k: usize) -> bool {
+        k % self.count == self.index
+    }
+
+    /// The positions of this shard's items in a whole list of `len` items, in order.
+    pub fn positions(self, len: usize) -> impl Iterator<Item = usize> {
+        (self.index..len).step_by(self.count)
+    }
+
+    /// This shard's items of the whole list `items`, in order.
+    pub fn pick<T: Clone>(self, items: &[T]) -> Vec<T> {
+        self.positions(items.len())
+            .map(|k| items[k].clone())
+            .collect()
+    }
+}
+
+impl fmt::Display for Shard {
+    /// `I/N`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl FromStr for Shard {
+    type Err = ShardError;
+
+    /// Parses `I/N` (see [`Shard::new`]).
+    fn from_str(s: &str) -> Result<Self, ShardError> {
+        let syntax = || ShardError::Syntax(s.to_owned());
+        let (i, n) = s.split_once('/').ok_or_else(syntax)?;
+        let number = |t: &str| {
+            let t = t.trim();
+            if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit()) {
+                return Err(syntax());
+            }
+            t.parse::<usize>().map_err(|_| syntax())
+        };
+        let (index, count) = (number(i)?, number(n)?);
+        if count == 0 {
+            return Err(ShardError::ZeroCount(s.to_owned()));
+        }
+        Self::new(index, count)
+    }
+}
+
+impl serde::Serialize for Shard {
+    /// As its `I/N` text.
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Shard {
+    /// From its `I/N` text, validated.
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Which bench a shard file comes from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum BenchKind {
+    /// [`super::psplib`].
+    Psplib,
+    /// [`super::graphs`].
+    Graphs,
+    /// [`super::scale`].
+    Scale,
+}
+
+impl BenchKind {
+    /// `psplib`, `graphs` or `scale`: the bench's command name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BenchKind::Psplib => "psplib",
+            BenchKind::Graphs => "graphs",
+            BenchKind::Scale => "scale",
+        }
+    }
+}
+
+impl fmt::Display for BenchKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The version of [`ShardFile`]'s layout that this build writes and reads.
+pub const FORMAT: u32 = 1;
+
+/// What one shard of a bench writes: enough to check that shards belong together and to
+/// rebuild the unsharded rows. `C` is the bench's configuration (every setting that decides
+/// the rows or the summary), `R` its row.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ShardFile<C, R> {
+    /// [`FORMAT`].
+    pub format: u32,
+    /// The bench.
+    pub bench: BenchKind,
+    /// Which shard, of how many.
+    pub shard: Shard,
+    /// The run's configuration; every shard's must be equal.
+    pub config: C,
+    /// The whole item list of the unsharded run, in its order (instance names, graph names,
+    /// sizes).
+    pub items: Vec<String>,
+    /// This shard's rows, with their positions in `items`, in order.
+    pub rows: Vec<ShardRow<R>>,
+}
+
+/// A row of a [`ShardFile`] with its position in the whole item list.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ShardRow<R> {
+    /// The position of the row's item in [`ShardFile::items`].
+    pub index: usize,
+    /// The row.
+    pub row: R,
+}
+
+impl<C, R> ShardFile<C, R> {
+    /// The file of `shard` of a run over `items` whose rows, one per item of the shard in
+    /// order, are `rows`: an error when their number is not the shard's.
+    pub fn new(
+        bench: BenchKind,
+        shard: Shard,
+        config: C,
+        items: Vec<String>,
+        rows: Vec<R>,
+    ) -> Result<Self, super::BenchError> {
+        let positions: Vec<usize> = shard.positions(items.len()).collect();
+        if positions.len() != rows.len() {
+            return Err(super::BenchError::InvalidConfig {
+                reason: format!(
+                    "shard {shard} of {} items holds {} of them, but {} rows were given",
+                    items.len(),
+                    positions.len(),
+                    rows.len()
+                ),
+            });
+        }
+        Ok(Self {
+            format: FORMAT,
+            bench,
+            shard,
+            config,
+            items,
+            rows: positions
+                .into_iter()
+                .zip(rows)
+                .map(|(index, row)| ShardRow { index, row })
+                .collect(),
+        })
+    }
+}
+
+/// Why shard files could not be merged. Each names the file at fault.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum MergeError {
+    /// No file was given.
+    #[error("no shard file to merge")]
+    NoFiles,
+    /// A file could not be read.
+    #[error("reading {}", file.display())]
+    Read {
+        /// The file.
+        file: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file is not a shard file: not JSON, or a key missing or of the wrong type.
+    #[error(
+        "{}: not a shard file of `concerto bench ... --shard I/N --json`",
+        file.display()
+    )]
+    Malformed {
+        /// The file.
+        file: PathBuf,
+        /// The parser's error, with its line and column.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A file of another layout version.
+    #[error("{}: shard file format {found}; this build reads format {FORMAT}", file.display())]
+    Format {
+        /// The file.
+        file: PathBuf,
+        /// Its format.
+        found: u32,
+    },
+    /// Files of different benches.
+    #[error(
+        "{}: a `bench {found}` shard, but {} is a `bench {expected}` shard",
+        file.display(),
+        first.display()
+    )]
+    BenchDiffers {
+        /// The file.
+        file: PathBuf,
+        /// Its bench.
+        found: BenchKind,
+        /// The first file.
+        first: PathBuf,
+        /// The first file's bench.
+        expected: BenchKind,
+    },
+    /// Files of different configurations (solver, limits, instance selection, ...).
+    #[error(
+        "{}: its configuration differs from {}'s: {difference}",
+        file.display(),
+        first.display()
+    )]
+    ConfigDiffers {
+        /// The file.
+        file: PathBuf,
+        /// The first file.
+        first: PathBuf,
+        /// The first setting that differs, with both values.
+        difference: String,
+    },
+    /// Files of splits in different numbers of shards.
+    #[error(
+        "{}: shard {shard} is of a split in {}, but {} is of a split in {expected}",
+        file.display(),
+        shard.count(),
+        first.display()
+    )]
+    CountDiffers {
+        /// The file.
+        file: PathBuf,
+        /// Its shard.
+        shard: Shard,
+        /// The first file.
+        first: PathBuf,
+        /// The first file's shard count.
+        expected: usize,
+    },
+    /// Files whose runs cover different item lists (another instance set).
+    #[error(
+        "{}: its item list differs from {}'s: {difference}",
+        file.display(),
+        first.display()
+    )]
+    ItemsDiffer {
+        /// The file.
+        file: PathBuf,
+        /// The first file.
+        first: PathBuf,
+        /// The first difference.
+        difference: String,
+    },
+    /// The same shard in two files.
+    #[error("shard {shard} is given twice: {} and {}", first.display(), second.display())]
+    Duplicate {
+        /// The shard.
+        shard: Shard,
+        /// The file given first.
+        first: PathBuf,
+        /// The other.
+        second: PathBuf,
+    },
+    /// Shards of the split that no file holds.
+    #[error(
+        "missing shard(s) {} of a split in {count}",
+        missing.iter().map(|i| format!("{i}/{count}")).collect::<Vec<_>>().join(", ")
+    )]
+    Missing {
+        /// Their indices.
+        missing: Vec<usize>,
+        /// The shard count.
+        count: usize,
+    },
+    /// A file's rows are not its shard's items.
+    #[error("{}: {reason}", file.display())]
+    Rows {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// The unsharded run rebuilt by [`merge`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Merged<C, R> {
+    /// The configuration every shard shares.
+    pub config: C,
+    /// The whole item list.
+    pub items: Vec<String>,
+    /// One row per item, in the unsharded order.
+    pub rows: Vec<R>,
+}
+
+/// Merges the shard files of one `bench` run, each with the path it came from (for errors):
+/// every file must be a `bench` shard of [`FORMAT`] with the first file's configuration,
+/// shard count and item list; every shard of the split must come exactly once; each file's
+/// rows must be its shard's items, in order. Cost: O(files x (items + config) + rows).
+pub fn merge<C, R>(
+    bench: BenchKind,
+    files: Vec<(PathBuf, ShardFile<C, R>)>,
+) -> Result<Merged<C, R>, MergeError>
+where
+    C: PartialEq + serde::Serialize,
+{
+    let Some((first, head)) = files.first() else {
+        return Err(MergeError::NoFiles);
+    };
+    let count = head.shard.count();
+    let mut by_index: Vec<Option<&PathBuf>> = vec![None; count];
+    for (file, f) in &files {
+        let here = || file.clone();
+        if f.format != FORMAT {
+            return Err(MergeError::Format {
+                file: here(),
+                found: f.format,
+            });
+        }
+        if f.bench != bench {
+            return Err(MergeError::BenchDiffers {
+                file: here(),
+                found: f.bench,
+                first: first.clone(),
+                expected: bench,
+            });
+        }
+        if f.config != head.config {
+            return Err(MergeError::ConfigDiffers {
+                file: here(),
+                first: first.clone(),
+                difference: difference(&f.config, &head.config),
+            });
+        }
+        if f.shard.count() != count {
+            return Err(MergeError::CountDiffers {
+                file: here(),
+                shard: f.shard,
+                first: first.clone(),
+                expected: count,
+            });
+        }
+        if f.items != head.items {
+            return Err(MergeError::ItemsDiffer {
+                file: here(),
+                first: first.clone(),
+                difference: item_difference(&f.items, &head.items),
+            });
+        }
+        match by_index[f.shard.index()].replace(file) {
+            Some(other) => {
+                return Err(MergeError::Duplicate {
+                    shard: f.shard,
+                    first: other.clone(),
+                    second: here(),
+                })
+            }
+            None => check_rows(file, f)?,
+        }
+    }
+    let missing: Vec<usize> = (0..count).filter(|&i| by_index[i].is_none()).collect();
+    if !missing.is_empty() {
+        return Err(MergeError::Missing { missing, count });
+    }
+    let mut files = files;
+    let (_, head) = files.swap_remove(0);
+    let (config, items) = (head.config, head.items);
+    let mut slots: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
+    for r in head
+        .rows
+        .into_iter()
+        .chain(files.into_iter().flat_map(|(_, f)| f.rows))
+    {
+        slots[r.index] = Some(r.row);
+    }
+    let rows = slots
+        .into_iter()
+        .map(|r| r.expect("every position is in exactly one shard, checked above"))
+        .collect();
+    Ok(Merged {
+        config,
+        items,
+        rows,
+    })
+}
+
+/// A merged run of one of the benches ([`read`]).
+#[cfg(feature = "serde")]
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum MergedBench {
+    /// `bench psplib`.
+    Psplib(super::psplib::PsplibMerged),
+    /// `bench graphs`, whose configuration is the caller's ([`super::graphs::GraphsBench::shard_file`]).
+    Graphs(super::graphs::GraphsMerged<serde_json::Value>),
+    /// `bench scale`.
+    Scale(super::scale::ScaleMerged),
+}
+
+/// The keys every shard file starts with: read first, so that a file of another bench or
+/// format is named as such rather than as malformed.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+struct Header {
+    format: u32,
+    bench: BenchKind,
+}
+
+/// Reads the shard files at `paths` (JSON, as a bench's `--shard I/N --json` prints them),
+/// and merges them (see [`merge`]) into the unsharded run of the bench the first file names.
+/// Every error names its file. Cost: reading and parsing every file, then [`merge`].
+#[cfg(feature = "serde")]
+pub fn read(paths: &[PathBuf]) -> Result<MergedBench, MergeError> {
+    let mut texts = Vec::with_capacity(paths.len());
+    let mut bench = None;
+    for path in paths {
+        let text = std::fs::read_to_string(path).map_err(|source| MergeError::Read {
+            file: path.clone(),
+            source,
+        })?;
+        let header: Header =
+            serde_json::from_str(&text).map_err(|source| MergeError::Malformed {
+                file: path.clone(),
+                source,
+            })?;
+        if header.format != FORMAT {
+            return Err(MergeError::Format {
+                file: path.clone(),
+                found: header.format,
+            });
+        }
+        let (first, expected) = *bench.get_or_insert((&paths[0], header.bench));
+        if header.bench != expected {
+            return Err(MergeError::BenchDiffers {
+                file: path.clone(),
+                found: header.bench,
+                first: first.clone(),
+                expected,
+            });
+        }
+        texts.push((path, text));
+    }
+    fn parse<T: serde::de::DeserializeOwned>(
+        texts: &[(&PathBuf, String)],
+    ) -> Result<Vec<(PathBuf, T)>, MergeError> {
+        texts
+            .iter()
+            .map(|(path, text)| {
+                serde_json::from_str(text)
+                    .map(|f| ((*path).clone(), f))
+                    .map_err(|source| MergeError::Malformed {
+                        file: (*path).clone(),
+                        source,
+                    })
+            })
+            .collect()
+    }
+    match bench {
+        None => Err(MergeError::NoFiles),
+        Some((_, BenchKind::Psplib)) => {
+            super::psplib::merge(parse(&texts)?).map(MergedBench::Psplib)
+        }
+        Some((_, BenchKind::Graphs)) => {
+            super::graphs::merge(parse(&texts)?).map(MergedBench::Graphs)
+        }
+        Some((_, BenchKind::Scale)) => super::scale::merge(parse(&texts)?).map(MergedBench::Scale),
+    }
+}
+
+/// Whether `f`'s rows are exactly its shard's positions of its items, in order.
+fn check_rows<C, R>(file: &std::path::Path, f: &ShardFile<C, R>) -> Result<(), MergeError> {
+    let expected: Vec<usize> = f.shard.positions(f.items.len()).collect();
+    let found: Vec<usize> = f.rows.iter().map(|r| r.index).collect();
+    if found == expected {
+        return Ok(());
+    }
+    let reason = match expected.iter().zip(&found).position(|(e, g)| e != g) {
+        Some(k) => format!(
+            "shard {} of {} items: row {k} is item {}, expected item {}",
+            f.shard,
+            f.items.len(),
+            found[k],
+            expected[k]
+        ),
+        None => format!(
+            "shard {} of {} items holds {} rows, expected {}",
+            f.shard,
+            f.items.len(),
+            found.len(),
+            expected.len()
+        ),
+    };
+    Err(MergeError::Rows {
+        file: file.to_path_buf(),
+        reason,
+    })
+}
+
+/// The first setting in which `a` differs from `b` (as their JSON), with both values.
+fn difference<C: serde::Serialize>(a: &C, b: &C) -> String {
+    fn walk(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> Option<String> {
+        use serde_json::Value;
+        match (a, b) {
+            (Value::Object(x), Value::Object(y)) => {
+                let keys: std::collections::BTreeSet<&String> = x.keys().chain(y.keys()).collect();
+                keys.into_iter().find_map(|k| {
+                    let path = if path.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{path}.{k}")
+                    };
+                    match (x.get(k), y.get(k)) {
+                        (Some(u), Some(v)) => walk(u, v, &path),
+                        (u, v) => Some(format!(
+                            "`{path}` is {} here, {} there",
+                            u.map_or("absent".into(), Value::to_string),
+                            v.map_or("absent".into(), Value::to_string)
+                        )),
+                    }
+                })
+            }
+            _ if a == b => None,
+            _ => Some(format!(
+                "`{}` is {a} here, {b} there",
+                if path.is_empty() { "config" } else { path }
+            )),
+        }
+    }
+    match (serde_json::to_value(a), serde_json::to_value(b)) {
+        (Ok(a), Ok(b)) => walk(&a, &b, "")
+            // Values equal as JSON but not as `C` (a NaN, say): say so rather than nothing.
+            .unwrap_or_else(|| "equal as JSON, not as values".into()),
+        _ => "not comparable as JSON".into(),
+    }
+}
+
+/// The first difference between two item lists.
+fn item_difference(a: &[String], b: &[String]) -> String {
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        Some(k) => format!("item {k} is `{}` here, `{}` there", a[k], b[k]),
+        None => format!("{} items here, {} there", a.len(), b.len()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_parse_validate_and_split_every_item_once() {
+        let s: Shard = "1/4".parse().unwrap();
+        assert_eq!((s.index(), s.count()), (1, 4));
+        assert_eq!(s.to_string(), "1/4");
+        assert_eq!(s.pick(&[0, 1, 2, 3, 4, 5, 6, 7, 8, 9]), vec![1, 5, 9]);
+        assert!(matches!(
+            "4/4".parse::<Shard>(),
+            Err(ShardError::IndexOutOfRange { index: 4, count: 4 })
+        ));
+        assert!(matches!(
+            "0/0".parse::<Shard>(),
+            Err(ShardError::ZeroCount(_))
+        ));
+        for bad in ["", "1", "a/4", "-1/4", "1/4/2", "1/", "/4", "+1/4"] {
+            assert!(
+                matches!(bad.parse::<Shard>(), Err(ShardError::Syntax(_))),
+                "{bad}"
+            );
+        }
+        // Every item of every list length lands in exactly one shard.
+        for n in 1..6 {
+            for len in 0..12 {
+                let mut seen = vec![0; len];
+                for i in 0..n {
+                    for k in Shard::new(i, n).unwrap().positions(len) {
+                        seen[k] += 1;
+                    }
+                }
+                assert!(seen.iter().all(|&c| c == 1), "{n} shards of {len}");
+            }
+        }
+        assert_eq!(Shard::WHOLE.pick(&["a", "b"]), vec!["a", "b"]);
+    }
+
+    type File = ShardFile<serde_json::Value, u32>;
+
+    /// The shard files of a run over `n` items split in `count`, whose row of item `k` is
+    /// `10 * k`.
+    fn files(n: usize, count: usize) -> Vec<(PathBuf, File)> {
+        let items: Vec<String> = (0..n).map(|k| format!("i{k}")).collect();
+        (0..count)
+            .map(|i| {
+                let shard = Shard::new(i, count).unwrap();
+                let rows = shard.positions(n).map(|k| 10 * k as u32).collect();
+                let config = serde_json::json!({"solver": "sgs", "limits": {"time_s": 1.0}});
+                let f = File::new(BenchKind::Psplib, shard, config, items.clone(), rows).unwrap();
+                (PathBuf::from(format!("s{i}.json")), f)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn merge_puts_rows_back_in_the_unsharded_order() {
+        let mut fs = files(11, 4);
+        fs.reverse();
+        let m = merge(BenchKind::Psplib, fs).unwrap();
+        assert_eq!(m.rows, (0..11).map(|k| 10 * k).collect::<Vec<u32>>());
+        assert_eq!(m.items.len(), 11);
+        // More shards than items: the empty shards still have to come.
+        let m = merge(BenchKind::Psplib, files(2, 3)).unwrap();
+        assert_eq!(m.rows, vec![0, 10]);
+    }
+
+    #[test]
+    fn merge_refuses_files_that_do_not_belong_together() {
+        let err = |fs: Vec<(PathBuf, File)>| merge(BenchKind::Psplib, fs).unwrap_err().to_string();
+        assert_eq!(err(Vec::new()), "no shard file to merge");
+
+        let mut fs = files(11, 4);
+        fs.remove(2);
+        assert_eq!(err(fs), "missing shard(s) 2/4 of a split in 4");
+
+        let mut fs = files(11, 4);
+        fs[3] = fs[1].clone();
+        fs[3].0 = "again.json".into();
+        assert_eq!(err(fs), "shard 1/4 is given twice: s1.json and again.json");
+
+        let mut fs = files(11, 4);
+        fs[2].1.config["limits"]["time_s"] = 2.0.into();
+        assert_eq!(
+            err(fs),
+            "s2.json: its configuration differs from s0.json's: `limits.time_s` is 2.0 here, \
+             1.0 there"
+        );
+
+        let mut fs = files(11, 4);
+        fs[1].1.bench = BenchKind::Scale;
+        assert_eq!(
+            err(fs),
+            "s1.json: a `bench scale` shard, but s0.json is a `bench psplib` shard"
+        );
+
+        let mut fs = files(11, 4);
+        fs[3].1.items[5] = "other".into();
+        assert_eq!(
+            err(fs),
+            "s3.json: its item list differs from s0.json's: item 5 is `other` here, `i5` there"
+        );
+
+        let mut fs = files(11, 4);
+        fs.push(files(11, 5).remove(4));
+        assert_eq!(
+            err(fs),
+            "s4.json: shard 4/5 is of a split in 5, but s0.json is of a split in 4"
+        );
+
+        let mut fs = files(11, 4);
+        fs[0].1.rows.pop();
+        assert_eq!(
+            err(fs),
+            "s0.json: shard 0/4 of 11 items holds 2 rows, expected 3"
+        );
+
+        let mut fs = files(11, 4);
+        fs[1].1.rows[1].index = 2;
+        assert_eq!(
+            err(fs),
+            "s1.json: shard 1/4 of 11 items: row 1 is item 2, expected item 5"
+        );
+
+        let mut fs = files(11, 4);
+        fs[0].1.format = 0;
+        assert_eq!(
+            err(fs),
+            "s0.json: shard file format 0; this build reads format 1"
+        );
+    }
+
+    #[test]
+    fn a_file_refuses_rows_that_are_not_its_shards() {
+        let shard = Shard::new(0, 2).unwrap();
+        let items = vec!["a".to_string(), "b".into(), "c".into()];
+        assert!(File::new(BenchKind::Scale, shard, ().into(), items.clone(), vec![1]).is_err());
+        let f = File::new(BenchKind::Scale, shard, ().into(), items, vec![1, 2]).unwrap();
+        let json = serde_json::to_string(&f).unwrap();
+        assert!(
+            json.starts_with(r#"{"format":1,"bench":"scale","shard":"0/2","#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<File>(&json).unwrap(), f);
+        let bad = json.replace("\"0/2\"", "\"2/2\"");
+        let e = serde_json::from_str::<File>(&bad).unwrap_err().to_string();
+        assert!(e.contains("shard index 2 is out of range"), "{e}");
+    }
+}
