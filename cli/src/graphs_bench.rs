@@ -82,6 +82,17 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
         }
         let input = read_input(path, &import)
             .with_context(|| format!("bench graphs --graph {}", path.display()))?;
+        if input.trace.is_some() && args.opts.contention.is_none() {
+            // One profile costs every graph of the run; a trace's measured durations already
+            // contain the slowdown, so the profile's contention would count it twice.
+            return Err(anyhow::anyhow!(
+                "bench graphs --graph {}: a profiler trace's durations are measured (contention \
+                 included); pass --contention explicitly (1 for none on top), which then applies \
+                 to every graph of the run",
+                path.display()
+            )
+            .into());
+        }
         extra.push((name, input.graph, input.schedule));
     }
     let bar = progress::bar(args.json);

@@ -175,3 +175,32 @@ fn bench_traces_replays_every_step() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("no trace given"), "{}", stderr(&o));
 }
+
+#[test]
+fn bench_graphs_takes_a_trace_with_an_explicit_contention() {
+    let path = fixture();
+    let o = concerto(&["bench", "graphs", "--graph", &path, "--only", "ddp"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("pass --contention explicitly"),
+        "{}",
+        stderr(&o)
+    );
+    let o = concerto(&[
+        "bench",
+        "graphs",
+        "--graph",
+        &path,
+        "--only",
+        "ddp",
+        "--contention",
+        "1",
+        "--work-limit",
+        "2000",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v[0]["config"], "ddp_3steps", "{v}");
+    assert_eq!(v[0]["program_order_ns"], 260_000, "{v}");
+}
