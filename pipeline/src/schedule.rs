@@ -389,376 +389,31 @@ impl Solver for Shared {
     }
 }
 
-/// Runs the S step (see the module docs) with `solver` inside the odd-even driver.
+/// Runs the S step (see the module docs) with `solver` inside the odd-even driver. Reads as
+/// the module docs' list: the baselines, the bounds, the portfolio, the windows and the
+/// choice of concerto's plan, each a stage of [`Step`].
 pub fn schedule(
     graph: &Graph,
     hardware: &Hardware,
     solver: Arc<dyn Solver>,
     config: &ScheduleConfig,
 ) -> Result<Optimized, PipelineError> {
-    let began = Instant::now();
-    if graph.is_empty() {
-        return Err(GraphError::InvalidOp {
-            op: graph.name().to_string(),
-            reason: "the graph has no op".into(),
-        }
-        .into());
-    }
-    if config.threads == 0 {
-        return Err(PipelineError::InvalidConfig {
-            reason: "threads must be at least 1".into(),
-        });
-    }
-    let durations = hardware.durations(graph);
-    let contention = hardware.contention;
-    let budget = config.memory_budget;
-    let peak_floor = memory::peak_lower_bound(graph, &durations)?;
-    // Within the budget: the independent checker's peak of the simulated timeline.
-    let within = |s: &Scheduled| budget.is_none_or(|b| s.peak_memory_bytes <= b);
-    let program = Scheduled::new(
-        Scheduler::ProgramOrder,
-        graph,
-        baselines::program_order(graph)?,
-        &durations,
-        contention,
-    )?;
-    // What one simulation costs here: the time kept back at the end of the step for the
-    // simulations that follow the search.
-    let one_simulation = began.elapsed();
-    let mut results = vec![program];
-    if let Some(plan) = config
-        .module_schedule
-        .as_ref()
-        .and_then(|m| m.plan_for(graph))
-    {
-        results.push(Scheduled::new(
-            Scheduler::Xla,
-            graph,
-            plan.clone(),
-            &durations,
-            contention,
-        )?);
-    }
-    results.extend([
-        Scheduled::new(
-            Scheduler::Lhs,
-            graph,
-            match budget {
-                Some(b) => baselines::lhs_within(graph, &durations, b, contention)?,
-                None => baselines::lhs(graph, &durations)?,
-            },
-            &durations,
-            contention,
-        )?,
-        Scheduled::new(
-            Scheduler::Inductor,
-            graph,
-            baselines::inductor(graph, config.inductor_distance)?,
-            &durations,
-            contention,
-        )?,
-    ]);
-    let mut all_bounds: Vec<BoundValue> = bounds(graph, &durations)
-        .all
-        .iter()
-        .map(|b| BoundValue {
-            kind: b.kind.as_str().to_string(),
-            value_ns: b.value_ns,
-            stream: b.stream.map(|s| s.name()),
-        })
-        .collect();
-    if let Some(b) = budget {
-        // No order can keep a budget under the proven floor: say so before searching.
-        if b < peak_floor {
-            return Err(over_budget(
-                b,
-                peak_floor,
-                results
-                    .iter()
-                    .map(|r| (r.scheduler.to_string(), r.peak_memory_bytes)),
-            ));
-        }
-    }
-    let lowered = lower(graph, &durations)?;
-    let deadline = config.time_limit.map(|t| began + t);
-    // Kept back for the simulations after the search (the solver's plan, the hints).
-    let reserve = one_simulation * (2 + config.hints.len() as u32) + Duration::from_millis(20);
-    let past = |share: f64| {
-        config
-            .time_limit
-            .is_some_and(|t| began.elapsed() >= t.mul_f64(share).saturating_sub(reserve))
-    };
-    // Concerto's own starts: the list-scheduling portfolio, under a share of the time limit
-    // (its size is fixed by the configuration, so under a work budget it is deterministic
-    // unless that share runs out).
-    let candidates = list::portfolio(
-        graph,
-        &durations,
-        &ListConfig {
-            contention,
-            seed: config.seed,
-            memory_budget: budget,
-            ..config.list.clone()
-        },
-        &|| match config.work_limit {
-            // Under a work budget the clock is only a safety net.
-            Some(_) => past(1.0),
-            None => past(PORTFOLIO_SHARE),
-        },
-    )?;
-    // The `list` baseline is the portfolio's critical-path rule: taken from it when it ran
-    // (and was not held back by a memory budget: the baseline knows nothing of memory).
-    let list_plan = match candidates
-        .iter()
-        .find(|c| c.rule == list::Rule::CriticalPath && budget.is_none())
-    {
-        Some(c) => c.plan.clone(),
-        None => list::list_schedule(
-            graph,
-            &durations,
-            &baselines::bottom_levels(graph, &durations),
-            list::Direction::Forward,
-            contention,
-        )?,
-    };
-    results.push(Scheduled::new(
-        Scheduler::List,
-        graph,
-        list_plan,
-        &durations,
-        contention,
-    )?);
-    let mut portfolio: Vec<(String, u64)> = candidates
-        .iter()
-        .map(|c| (c.rule.to_string(), c.makespan_ns))
-        .collect();
-    // Under a budget, the portfolio plans over it that are shorter than every plan within
-    // it are repaired (list::repair_memory), the shortest first, up to REPAIRED of them and
-    // until three quarters of the time limit.
-    let mut repaired: Vec<(String, Scheduled)> = Vec::new();
-    if let Some(b) = budget {
-        let best_fitting = candidates
-            .iter()
-            .filter(|c| c.peak_bytes <= b)
-            .map(|c| c.makespan_ns)
-            .min()
-            .unwrap_or(u64::MAX);
-        let mut over: Vec<&list::Candidate> = candidates
-            .iter()
-            .filter(|c| c.peak_bytes > b && c.makespan_ns < best_fitting)
-            .collect();
-        over.sort_by_key(|c| c.makespan_ns);
-        over.dedup_by(|x, y| x.plan == y.plan);
-        let stop = || match config.work_limit {
-            Some(_) => past(1.0),
-            None => past(0.75),
-        };
-        for c in over.into_iter().take(REPAIRED) {
-            if stop() {
-                break;
-            }
-            let moves = 4 * graph.len();
-            if let Some((plan, _)) =
-                list::repair_memory(graph, &c.plan, &durations, contention, b, moves, &stop)?
-            {
-                let s = Scheduled::new(Scheduler::Concerto, graph, plan, &durations, contention)?;
-                let name = format!("repaired-{}", c.rule);
-                portfolio.push((name.clone(), s.makespan_ns()));
-                repaired.push((name, s));
-            }
-        }
-        portfolio.sort_by_key(|p| p.1);
-    }
-    let mut hints = Vec::with_capacity(config.hints.len());
-    for plan in &config.hints {
-        hints.push(Scheduled::new(
-            Scheduler::Concerto,
-            graph,
-            plan.clone(),
-            &durations,
-            contention,
-        )?);
-    }
-    // The windows start from the own plan (portfolio or hint) with the shortest
-    // contention-free timeline; the baselines are not starts.
-    // Under a memory budget, only plans within it (by the checker, on their simulated
-    // timeline) are starts, unless none is.
-    let mut own: Vec<(&StreamPlan, String, bool)> = Vec::new();
-    for c in &candidates {
-        let fits = match budget {
-            Some(_) => within(&Scheduled::new(
-                Scheduler::Concerto,
-                graph,
-                c.plan.clone(),
-                &durations,
-                contention,
-            )?),
-            None => true,
-        };
-        own.push((&c.plan, c.rule.to_string(), fits));
-    }
-    own.extend(
-        hints
-            .iter()
-            .map(|h| (&h.plan, "hint".to_string(), within(h))),
-    );
-    own.extend(
-        repaired
-            .iter()
-            .map(|(n, s)| (&s.plan, n.clone(), within(s))),
-    );
-    let any_fits = own.iter().any(|o| o.2);
-    let mut start: Option<(u64, Timeline, String)> = None;
-    for (plan, name, fits) in own {
-        if any_fits && !fits {
-            continue;
-        }
-        let t = simulate(graph, plan, &durations, 1.0)?;
-        if start.as_ref().is_none_or(|(m, _, _)| t.makespan < *m) {
-            start = Some((t.makespan, t, name));
-        }
-    }
-    let (start_makespan_ns, start, start_rule) =
-        start.expect("the portfolio always returns a plan");
-    let initial = schedule_of(&start);
-    check(&lowered.problem, &initial).map_err(|v| GraphError::InvalidPlan {
-        reason: format!("a list schedule's timeline is not a valid schedule: {v}"),
-    })?;
-    // Escalating windows: run the odd-even driver; when it has converged with budget left,
-    // run it again from its result with blocks twice as large (up to `max_block`).
-    let mut driver = OddEven::new(Box::new(Shared(solver)), config.oddeven.clone());
-    if let Some(b) = budget {
-        driver = driver.with_admission(Arc::new(WithinBudget {
-            graph: Arc::new(graph.clone()),
-            durations: durations.clone(),
-            contention,
-            budget: b,
-        }));
-    }
-    let mut best = initial;
-    let mut work = 0u64;
-    let mut outcome;
-    let windows_began = began.elapsed();
-    loop {
-        // The driver may finish the windows in flight, rebuild its state and verify its
-        // result past its limit (measured: up to 0.35 s on 40k ops): it gets two window
-        // limits and 3 % of the step's limit less.
-        let margin = config.oddeven.window_time_limit * 2
-            + config
-                .time_limit
-                .map_or(Duration::ZERO, |t| t.mul_f64(0.03));
-        let left = deadline.map(|d| {
-            d.saturating_duration_since(Instant::now())
-                .saturating_sub(reserve + margin)
-                .max(Duration::from_millis(1))
-        });
-        let limits = Limits {
-            time_limit: left,
-            work_limit: config.work_limit.map(|w| w.saturating_sub(work).max(1)),
-            seed: config.seed,
-            threads: config.threads,
-            initial: Some(best.clone()),
-            ..Limits::default()
-        };
-        let report = driver.run(&lowered.problem, &limits)?;
-        outcome = report.outcome;
-        work = work.saturating_add(outcome.work);
-        best = outcome
-            .schedule
-            .clone()
-            .ok_or_else(|| GraphError::InvalidPlan {
-                reason: format!("the solver returned no schedule ({})", outcome.status),
-            })?;
-        let spent_half = match config.work_limit {
-            // Under a work budget the wall clock decides nothing (unless the safety-net time
-            // limit ran out, which the status says).
-            Some(w) => work.saturating_mul(2) >= w,
-            None => config.time_limit.is_some_and(|t| {
-                (began.elapsed() - windows_began) * 2 >= t.saturating_sub(windows_began)
-            }),
-        };
-        if spent_half
-            || past(1.0)
-            || matches!(outcome.status, Status::Optimal)
-            || driver.config.block >= config.max_block
-            || driver.config.block >= graph.len()
-        {
-            break;
-        }
-        driver.config.block = (driver.config.block * 2).min(config.max_block);
-    }
-    let solver_makespan = check(&lowered.problem, &best).map_err(|v| GraphError::InvalidPlan {
-        reason: format!("the solver's schedule fails the checker: {v}"),
-    })?;
-    all_bounds.push(BoundValue {
+    let mut step = Step::new(graph, hardware, config)?;
+    let mut results = step.baselines()?;
+    let mut bounds = step.bounds(&results)?;
+    let lowered = lower(graph, &step.durations)?;
+    let portfolio = step.portfolio(&mut results)?;
+    let hints = step.hints()?;
+    let start = step.start(&portfolio, &hints)?;
+    let windows = step.windows(solver, &lowered.problem, &start)?;
+    bounds.push(BoundValue {
         kind: "solver".into(),
-        value_ns: outcome.lower_bound.max(0) as u64,
+        value_ns: windows.outcome.lower_bound.max(0) as u64,
         stream: None,
     });
-    let starts: Vec<u64> = best.starts().iter().map(|&s| s as u64).collect();
-    let windows_plan = Scheduled::new(
-        Scheduler::Concerto,
-        graph,
-        StreamPlan::from_starts(graph, &starts)?,
-        &durations,
-        contention,
-    )?;
-    // The search's result: the windows' plan, or a portfolio plan that simulates strictly
-    // shorter under contention (the windows minimise the contention-free makespan); under a
-    // budget, plans within it first.
-    let key = |s: &Scheduled| (!within(s), s.makespan_ns());
-    let windows_peak = windows_plan.peak_memory_bytes;
-    let mut solver_plan = windows_plan;
-    if let Some(c) = candidates.first() {
-        let c = Scheduled::new(
-            Scheduler::Concerto,
-            graph,
-            c.plan.clone(),
-            &durations,
-            contention,
-        )?;
-        if key(&c) < key(&solver_plan) {
-            solver_plan = c;
-        }
-    }
-    for (_, r) in &repaired {
-        if key(r) < key(&solver_plan) {
-            solver_plan = r.clone();
-        }
-    }
-    let mut concerto = solver_plan.clone();
-    let mut origin = Origin::Solver;
-    for (r, o) in results
-        .iter()
-        .map(|r| (r, Origin::Baseline(r.scheduler)))
-        .chain(hints.iter().map(|h| (h, Origin::Hint)))
-    {
-        if key(r) < key(&concerto) {
-            concerto = Scheduled {
-                scheduler: Scheduler::Concerto,
-                ..r.clone()
-            };
-            origin = o;
-        }
-    }
-    if let Some(b) = budget {
-        if !within(&concerto) {
-            let found = results
-                .iter()
-                .map(|r| (r.scheduler.to_string(), r.peak_memory_bytes))
-                .chain(
-                    candidates
-                        .iter()
-                        .map(|c| (c.rule.to_string(), c.peak_bytes)),
-                )
-                .chain([("windows".to_string(), windows_peak)]);
-            return Err(over_budget(b, peak_floor, found));
-        }
-        // The independent checker, once more, on the plan returned.
-        memory::check_memory(graph, &concerto.timeline, b)?;
-    }
-    results.push(concerto);
-    let binding = all_bounds
+    let choice = step.choice(&results, &portfolio, &hints, windows.plan)?;
+    results.push(choice.concerto);
+    let binding = bounds
         .iter()
         .rev()
         .max_by_key(|b| b.value_ns)
@@ -769,23 +424,517 @@ pub fn schedule(
         collectives: graph.collective_count(),
         lower_bound_ns: binding.value_ns,
         bound_kind: binding.kind,
-        bounds: all_bounds,
-        durations,
-        contention,
+        bounds,
+        contention: step.contention,
         results,
-        origin,
-        solver_plan,
-        solver_makespan_ns: solver_makespan as u64,
-        solver_status: outcome.status,
-        solver: outcome.solver,
-        work,
-        start_makespan_ns,
-        start: start_rule,
-        portfolio,
-        memory_budget_bytes: budget,
-        peak_lower_bound_bytes: peak_floor,
-        time: began.elapsed(),
+        origin: choice.origin,
+        solver_plan: choice.solver_plan,
+        solver_makespan_ns: windows.makespan_ns,
+        solver_status: windows.outcome.status,
+        solver: windows.outcome.solver,
+        work: windows.work,
+        start_makespan_ns: start.makespan_ns,
+        start: start.name,
+        portfolio: portfolio.makespans,
+        memory_budget_bytes: step.budget,
+        peak_lower_bound_bytes: step.peak_floor,
+        time: step.began.elapsed(),
+        durations: step.durations,
     })
+}
+
+/// One run of the S step: what every stage reads (the graph, its costs, the budget and the
+/// clock), with a method per stage.
+struct Step<'a> {
+    graph: &'a Graph,
+    config: &'a ScheduleConfig,
+    /// When the step began: the time limit counts from here.
+    began: Instant,
+    /// Contention-free op durations (ns), by op.
+    durations: Vec<u64>,
+    /// The hardware's contention factor.
+    contention: f64,
+    /// [`ScheduleConfig::memory_budget`].
+    budget: Option<u64>,
+    /// A peak no plan can go below ([`memory::peak_lower_bound`]).
+    peak_floor: u64,
+    /// Kept back at the end of the step for the simulations that follow the search (the
+    /// solver's plan, the hints): set by [`Step::baselines`] from what the first simulation
+    /// cost.
+    reserve: Duration,
+}
+
+/// What the portfolio stage found: concerto's own plans.
+struct Portfolio {
+    /// The list-scheduling portfolio's plans, best first.
+    candidates: Vec<list::Candidate>,
+    /// Every plan that ran (repaired ones included), with its simulated makespan (ns), best
+    /// first ([`Optimized::portfolio`]).
+    makespans: Vec<(String, u64)>,
+    /// Under a memory budget, the plans repaired to fit it (`repaired-<rule>`), simulated.
+    repaired: Vec<(String, Scheduled)>,
+}
+
+/// The plan the windows start from.
+struct Start {
+    /// Its contention-free makespan (ns).
+    makespan_ns: u64,
+    /// Its contention-free timeline.
+    timeline: Timeline,
+    /// The portfolio rule it comes from, `repaired-<rule>`, or `hint`.
+    name: String,
+}
+
+/// What the windows stage found.
+struct Windows {
+    /// The last run of the odd-even driver (its status, bound and solver name).
+    outcome: Outcome,
+    /// Solver work over every run of the driver.
+    work: u64,
+    /// The windows' schedule's (contention-free) makespan, by the checker.
+    makespan_ns: u64,
+    /// The windows' schedule as a plan, simulated with contention.
+    plan: Scheduled,
+}
+
+/// What the choice stage kept.
+struct Choice {
+    /// The search's result ([`Optimized::solver_plan`]).
+    solver_plan: Scheduled,
+    /// Concerto's plan.
+    concerto: Scheduled,
+    /// Where concerto's plan comes from.
+    origin: Origin,
+}
+
+impl<'a> Step<'a> {
+    /// Checks the input and costs every op; the clock starts here.
+    fn new(
+        graph: &'a Graph,
+        hardware: &Hardware,
+        config: &'a ScheduleConfig,
+    ) -> Result<Self, PipelineError> {
+        let began = Instant::now();
+        if graph.is_empty() {
+            return Err(GraphError::InvalidOp {
+                op: graph.name().to_string(),
+                reason: "the graph has no op".into(),
+            }
+            .into());
+        }
+        if config.threads == 0 {
+            return Err(PipelineError::InvalidConfig {
+                reason: "threads must be at least 1".into(),
+            });
+        }
+        let durations = hardware.durations(graph);
+        let peak_floor = memory::peak_lower_bound(graph, &durations)?;
+        Ok(Self {
+            graph,
+            config,
+            began,
+            durations,
+            contention: hardware.contention,
+            budget: config.memory_budget,
+            peak_floor,
+            reserve: Duration::ZERO,
+        })
+    }
+
+    /// `plan`, simulated with contention, reported as `scheduler`.
+    fn simulated(&self, scheduler: Scheduler, plan: StreamPlan) -> Result<Scheduled, GraphError> {
+        Scheduled::new(
+            scheduler,
+            self.graph,
+            plan,
+            &self.durations,
+            self.contention,
+        )
+    }
+
+    /// Whether `s` keeps the memory budget: the independent checker's peak of its simulated
+    /// timeline (always, without a budget).
+    fn within(&self, s: &Scheduled) -> bool {
+        self.budget.is_none_or(|b| s.peak_memory_bytes <= b)
+    }
+
+    /// Whether `share` of the time limit, less the reserve, has passed (never without one).
+    fn past(&self, share: f64) -> bool {
+        self.config
+            .time_limit
+            .is_some_and(|t| self.began.elapsed() >= t.mul_f64(share).saturating_sub(self.reserve))
+    }
+
+    /// Stage 1, the baselines: program order, the module's own schedule (where the input
+    /// carried one for this graph), LHS (with XLA's memory treatment under a budget) and
+    /// Inductor, each simulated with contention. The `list` baseline comes with the
+    /// portfolio. Measures what one simulation costs, for [`Step::reserve`].
+    fn baselines(&mut self) -> Result<Vec<Scheduled>, PipelineError> {
+        let (graph, durations) = (self.graph, &self.durations);
+        let program = self.simulated(Scheduler::ProgramOrder, baselines::program_order(graph)?)?;
+        let one_simulation = self.began.elapsed();
+        self.reserve =
+            one_simulation * (2 + self.config.hints.len() as u32) + Duration::from_millis(20);
+        let mut results = vec![program];
+        if let Some(plan) = self
+            .config
+            .module_schedule
+            .as_ref()
+            .and_then(|m| m.plan_for(graph))
+        {
+            results.push(self.simulated(Scheduler::Xla, plan.clone())?);
+        }
+        let lhs = match self.budget {
+            Some(b) => baselines::lhs_within(graph, durations, b, self.contention)?,
+            None => baselines::lhs(graph, durations)?,
+        };
+        results.push(self.simulated(Scheduler::Lhs, lhs)?);
+        let inductor = baselines::inductor(graph, self.config.inductor_distance)?;
+        results.push(self.simulated(Scheduler::Inductor, inductor)?);
+        Ok(results)
+    }
+
+    /// Stage 2, the bounds: the graph's proven lower bounds on every plan's simulated
+    /// makespan ([`concerto_graph::bounds`]; the solver's joins them after the windows).
+    /// Under a memory budget below the proven peak floor no order can keep it: the step fails
+    /// here, before any search, naming the baselines' peaks.
+    fn bounds(&self, baselines: &[Scheduled]) -> Result<Vec<BoundValue>, PipelineError> {
+        let all = bounds(self.graph, &self.durations)
+            .all
+            .iter()
+            .map(|b| BoundValue {
+                kind: b.kind.as_str().to_string(),
+                value_ns: b.value_ns,
+                stream: b.stream.map(|s| s.name()),
+            })
+            .collect();
+        if let Some(b) = self.budget {
+            if b < self.peak_floor {
+                return Err(over_budget(
+                    b,
+                    self.peak_floor,
+                    baselines
+                        .iter()
+                        .map(|r| (r.scheduler.to_string(), r.peak_memory_bytes)),
+                ));
+            }
+        }
+        Ok(all)
+    }
+
+    /// Stage 3, the portfolio: concerto's own starts from the list-scheduling portfolio
+    /// ([`list::portfolio`]), under a share of the time limit (its size is fixed by the
+    /// configuration, so under a work budget it is deterministic unless that share runs
+    /// out). Pushes the `list` baseline onto `results`: the portfolio's critical-path rule
+    /// when it ran and no memory budget held it back (the baseline knows nothing of memory),
+    /// else its own list schedule. Under a budget, then repairs the shortest plans over it
+    /// ([`Step::repair`]).
+    fn portfolio(&self, results: &mut Vec<Scheduled>) -> Result<Portfolio, PipelineError> {
+        let (graph, durations) = (self.graph, &self.durations);
+        let config = self.config;
+        let candidates = list::portfolio(
+            graph,
+            durations,
+            &ListConfig {
+                contention: self.contention,
+                seed: config.seed,
+                memory_budget: self.budget,
+                ..config.list.clone()
+            },
+            &|| match config.work_limit {
+                // Under a work budget the clock is only a safety net.
+                Some(_) => self.past(1.0),
+                None => self.past(PORTFOLIO_SHARE),
+            },
+        )?;
+        let list_plan = match candidates
+            .iter()
+            .find(|c| c.rule == list::Rule::CriticalPath && self.budget.is_none())
+        {
+            Some(c) => c.plan.clone(),
+            None => list::list_schedule(
+                graph,
+                durations,
+                &baselines::bottom_levels(graph, durations),
+                list::Direction::Forward,
+                self.contention,
+            )?,
+        };
+        results.push(self.simulated(Scheduler::List, list_plan)?);
+        let mut makespans: Vec<(String, u64)> = candidates
+            .iter()
+            .map(|c| (c.rule.to_string(), c.makespan_ns))
+            .collect();
+        let mut repaired = Vec::new();
+        if let Some(b) = self.budget {
+            repaired = self.repair(&candidates, b)?;
+            makespans.extend(repaired.iter().map(|(n, s)| (n.clone(), s.makespan_ns())));
+            makespans.sort_by_key(|p| p.1);
+        }
+        Ok(Portfolio {
+            candidates,
+            makespans,
+            repaired,
+        })
+    }
+
+    /// Under `budget`, the portfolio plans over it that are shorter than every plan within it,
+    /// repaired ([`list::repair_memory`]): the shortest first, up to [`REPAIRED`] of them and
+    /// until three quarters of the time limit. Each is named `repaired-<rule>`.
+    fn repair(
+        &self,
+        candidates: &[list::Candidate],
+        budget: u64,
+    ) -> Result<Vec<(String, Scheduled)>, PipelineError> {
+        let best_fitting = candidates
+            .iter()
+            .filter(|c| c.peak_bytes <= budget)
+            .map(|c| c.makespan_ns)
+            .min()
+            .unwrap_or(u64::MAX);
+        let mut over: Vec<&list::Candidate> = candidates
+            .iter()
+            .filter(|c| c.peak_bytes > budget && c.makespan_ns < best_fitting)
+            .collect();
+        over.sort_by_key(|c| c.makespan_ns);
+        over.dedup_by(|x, y| x.plan == y.plan);
+        let stop = || match self.config.work_limit {
+            Some(_) => self.past(1.0),
+            None => self.past(0.75),
+        };
+        let mut repaired = Vec::new();
+        for c in over.into_iter().take(REPAIRED) {
+            if stop() {
+                break;
+            }
+            let moves = 4 * self.graph.len();
+            let plan = list::repair_memory(
+                self.graph,
+                &c.plan,
+                &self.durations,
+                self.contention,
+                budget,
+                moves,
+                &stop,
+            )?;
+            if let Some((plan, _)) = plan {
+                let s = self.simulated(Scheduler::Concerto, plan)?;
+                repaired.push((format!("repaired-{}", c.rule), s));
+            }
+        }
+        Ok(repaired)
+    }
+
+    /// [`ScheduleConfig::hints`], simulated with contention.
+    fn hints(&self) -> Result<Vec<Scheduled>, PipelineError> {
+        let mut hints = Vec::with_capacity(self.config.hints.len());
+        for plan in &self.config.hints {
+            hints.push(self.simulated(Scheduler::Concerto, plan.clone())?);
+        }
+        Ok(hints)
+    }
+
+    /// The windows' start: of concerto's own plans (the portfolio's, the hints, the repaired
+    /// ones; the baselines are not starts), the one with the shortest contention-free
+    /// timeline. Under a memory budget, only plans within it (by the checker, on their
+    /// simulated timeline) are starts, unless none is.
+    fn start(&self, portfolio: &Portfolio, hints: &[Scheduled]) -> Result<Start, PipelineError> {
+        let mut own: Vec<(&StreamPlan, String, bool)> = Vec::new();
+        for c in &portfolio.candidates {
+            let fits = match self.budget {
+                Some(_) => self.within(&self.simulated(Scheduler::Concerto, c.plan.clone())?),
+                None => true,
+            };
+            own.push((&c.plan, c.rule.to_string(), fits));
+        }
+        own.extend(
+            hints
+                .iter()
+                .map(|h| (&h.plan, "hint".to_string(), self.within(h))),
+        );
+        own.extend(
+            portfolio
+                .repaired
+                .iter()
+                .map(|(n, s)| (&s.plan, n.clone(), self.within(s))),
+        );
+        let any_fits = own.iter().any(|o| o.2);
+        let mut start: Option<Start> = None;
+        for (plan, name, fits) in own {
+            if any_fits && !fits {
+                continue;
+            }
+            let t = simulate(self.graph, plan, &self.durations, 1.0)?;
+            if start.as_ref().is_none_or(|s| t.makespan < s.makespan_ns) {
+                start = Some(Start {
+                    makespan_ns: t.makespan,
+                    timeline: t,
+                    name,
+                });
+            }
+        }
+        Ok(start.expect("the portfolio always returns a plan"))
+    }
+
+    /// Stage 4, the windows: the odd-even driver around `solver` on the lowered `problem`,
+    /// from `start`, escalating: when it has converged with more than half its budget left,
+    /// it runs again from its result with blocks twice as large (up to
+    /// [`ScheduleConfig::max_block`]). Under a memory budget each pass is admitted only if
+    /// its plan keeps the budget ([`WithinBudget`]). The result passes the checker and is
+    /// simulated with contention as a plan.
+    fn windows(
+        &self,
+        solver: Arc<dyn Solver>,
+        problem: &Problem,
+        start: &Start,
+    ) -> Result<Windows, PipelineError> {
+        let config = self.config;
+        let initial = schedule_of(&start.timeline);
+        check(problem, &initial).map_err(|v| GraphError::InvalidPlan {
+            reason: format!("a list schedule's timeline is not a valid schedule: {v}"),
+        })?;
+        let mut driver = OddEven::new(Box::new(Shared(solver)), config.oddeven.clone());
+        if let Some(b) = self.budget {
+            driver = driver.with_admission(Arc::new(WithinBudget {
+                graph: Arc::new(self.graph.clone()),
+                durations: self.durations.clone(),
+                contention: self.contention,
+                budget: b,
+            }));
+        }
+        let deadline = config.time_limit.map(|t| self.began + t);
+        let mut best = initial;
+        let mut work = 0u64;
+        let mut outcome;
+        let windows_began = self.began.elapsed();
+        loop {
+            // The driver may finish the windows in flight, rebuild its state and verify its
+            // result past its limit (measured: up to 0.35 s on 40k ops): it gets two window
+            // limits and 3 % of the step's limit less.
+            let margin = config.oddeven.window_time_limit * 2
+                + config
+                    .time_limit
+                    .map_or(Duration::ZERO, |t| t.mul_f64(0.03));
+            let left = deadline.map(|d| {
+                d.saturating_duration_since(Instant::now())
+                    .saturating_sub(self.reserve + margin)
+                    .max(Duration::from_millis(1))
+            });
+            let limits = Limits {
+                time_limit: left,
+                work_limit: config.work_limit.map(|w| w.saturating_sub(work).max(1)),
+                seed: config.seed,
+                threads: config.threads,
+                initial: Some(best.clone()),
+                ..Limits::default()
+            };
+            let report = driver.run(problem, &limits)?;
+            outcome = report.outcome;
+            work = work.saturating_add(outcome.work);
+            best = outcome
+                .schedule
+                .clone()
+                .ok_or_else(|| GraphError::InvalidPlan {
+                    reason: format!("the solver returned no schedule ({})", outcome.status),
+                })?;
+            let spent_half = match config.work_limit {
+                // Under a work budget the wall clock decides nothing (unless the safety-net
+                // time limit ran out, which the status says).
+                Some(w) => work.saturating_mul(2) >= w,
+                None => config.time_limit.is_some_and(|t| {
+                    (self.began.elapsed() - windows_began) * 2 >= t.saturating_sub(windows_began)
+                }),
+            };
+            if spent_half
+                || self.past(1.0)
+                || matches!(outcome.status, Status::Optimal)
+                || driver.config.block >= config.max_block
+                || driver.config.block >= self.graph.len()
+            {
+                break;
+            }
+            driver.config.block = (driver.config.block * 2).min(config.max_block);
+        }
+        let makespan = check(problem, &best).map_err(|v| GraphError::InvalidPlan {
+            reason: format!("the solver's schedule fails the checker: {v}"),
+        })?;
+        let starts: Vec<u64> = best.starts().iter().map(|&s| s as u64).collect();
+        let plan = self.simulated(
+            Scheduler::Concerto,
+            StreamPlan::from_starts(self.graph, &starts)?,
+        )?;
+        Ok(Windows {
+            outcome,
+            work,
+            makespan_ns: makespan as u64,
+            plan,
+        })
+    }
+
+    /// Stage 5, the choice. The search's result: the windows' plan, or the best portfolio
+    /// plan or a repaired one when it simulates strictly shorter under contention (the
+    /// windows minimise the contention-free makespan). Concerto's plan: the search's, unless
+    /// a baseline or a hint simulates strictly shorter. Under a budget, plans within it come
+    /// first in both choices, and when concerto's plan is still over it the step fails;
+    /// otherwise the independent memory checker runs once more on it.
+    fn choice(
+        &self,
+        results: &[Scheduled],
+        portfolio: &Portfolio,
+        hints: &[Scheduled],
+        windows: Scheduled,
+    ) -> Result<Choice, PipelineError> {
+        let key = |s: &Scheduled| (!self.within(s), s.makespan_ns());
+        let windows_peak = windows.peak_memory_bytes;
+        let mut solver_plan = windows;
+        if let Some(c) = portfolio.candidates.first() {
+            let c = self.simulated(Scheduler::Concerto, c.plan.clone())?;
+            if key(&c) < key(&solver_plan) {
+                solver_plan = c;
+            }
+        }
+        for (_, r) in &portfolio.repaired {
+            if key(r) < key(&solver_plan) {
+                solver_plan = r.clone();
+            }
+        }
+        let mut concerto = solver_plan.clone();
+        let mut origin = Origin::Solver;
+        for (r, o) in results
+            .iter()
+            .map(|r| (r, Origin::Baseline(r.scheduler)))
+            .chain(hints.iter().map(|h| (h, Origin::Hint)))
+        {
+            if key(r) < key(&concerto) {
+                concerto = Scheduled {
+                    scheduler: Scheduler::Concerto,
+                    ..r.clone()
+                };
+                origin = o;
+            }
+        }
+        if let Some(b) = self.budget {
+            if !self.within(&concerto) {
+                let found = results
+                    .iter()
+                    .map(|r| (r.scheduler.to_string(), r.peak_memory_bytes))
+                    .chain(
+                        portfolio
+                            .candidates
+                            .iter()
+                            .map(|c| (c.rule.to_string(), c.peak_bytes)),
+                    )
+                    .chain([("windows".to_string(), windows_peak)]);
+                return Err(over_budget(b, self.peak_floor, found));
+            }
+            memory::check_memory(self.graph, &concerto.timeline, b)?;
+        }
+        Ok(Choice {
+            solver_plan,
+            concerto,
+            origin,
+        })
+    }
 }
 
 /// [`PipelineError::MemoryBudget`] with the smallest of the `found` peaks.
