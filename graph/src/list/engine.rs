@@ -2,6 +2,7 @@
 //! runs list schedules and times plans exactly as [`simulate`] does ([`run`], [`replay`]), and
 //! forward-backward improvement ([`improve`]).
 
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::{Direction, JUSTIFY_ROUNDS};
@@ -225,267 +226,436 @@ pub(super) fn replay(
 }
 
 /// The event loop shared by list schedules and replays: the simulator's clock, with the next
-/// op of each free stream chosen by `pick`.
+/// op of each free stream chosen by `pick`. Each turn releases the ready ops whose release
+/// time has come, starts an op on every free stream that can start one
+/// ([`Engine::launch_free_streams`]), and moves the clock to the next end or release
+/// ([`Engine::advance`]).
 fn engine(
     net: &Net,
     d: &[u64],
-    mut pick: Pick<'_>,
+    pick: Pick<'_>,
     backward: bool,
     slowed: u64,
     key: &dyn Fn(usize, u64) -> (u64, u64, usize),
 ) -> Result<Schedule, GraphError> {
-    let n = net.len();
-    let ns = net.streams.len();
-    let (ins, outs) = if backward {
-        ((&net.succ_at, &net.succ), (&net.pred_at, &net.pred))
+    let mut e = Engine::new(net, d, pick, backward, slowed, key);
+    loop {
+        e.release_due();
+        e.launch_free_streams();
+        if e.finished == net.len() {
+            break;
+        }
+        let dt = e.next_event()?;
+        e.advance(dt);
+    }
+    Ok(e.into_schedule())
+}
+
+/// The state of one run of [`engine`].
+///
+/// Live-tensor bytes are tracked in forward time as `memory::profile` counts them: an op
+/// allocates when it starts; a tensor is freed when its last reader ends (its producer's end
+/// when nothing reads it), unless it is kept to the end. Ends are handled before the next
+/// launches, so frees come before allocations at equal times.
+///
+/// A forward list schedule under a budget (`gated`) starts an op only if its buffers fit;
+/// when no stream runs and nothing fits, the best ready op starts anyway (the plan is then
+/// over budget, which its peak says).
+struct Engine<'a> {
+    net: &'a Net,
+    d: &'a [u64],
+    pick: Pick<'a>,
+    backward: bool,
+    slowed: u64,
+    key: &'a dyn Fn(usize, u64) -> (u64, u64, usize),
+    /// Successors in the direction of time, as (offsets, targets).
+    outs: (&'a [usize], &'a [usize]),
+    /// Per op: its predecessors (in the direction of time) not ended yet.
+    missing: Vec<usize>,
+    /// Per op: when its last predecessor ended.
+    ready_at: Vec<u64>,
+    /// Ready ops of a list schedule not released yet, by release time.
+    pending: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Per stream, the ops started, in order.
+    orders: Vec<Vec<usize>>,
+    /// Per op: when it ended.
+    end: Vec<u64>,
+    /// Per stream: the op it runs and the work (units) left of it.
+    running: Vec<Option<(usize, u64)>>,
+    now: u64,
+    finished: usize,
+    /// Per op: readers of its outputs not ended yet.
+    readers: Vec<usize>,
+    /// Live-tensor bytes now, and their peak.
+    live: u64,
+    peak: u64,
+    gated: bool,
+    /// Per stream: idling for memory with ready ops.
+    starved: Vec<bool>,
+    /// The last op whose end freed memory (at the current time).
+    freed_by: Option<usize>,
+    /// Ops that ended at the current time (a wait for one of them pins a launch to it).
+    ended_now: Vec<usize>,
+    /// Per op (when gated): started yet; and the earliest op (program order) not started
+    /// yet, for the window.
+    started: Vec<bool>,
+    frontier: usize,
+    window: usize,
+    /// The memory waits recorded (see [`Schedule::waits`]).
+    waits: Vec<(usize, usize)>,
+}
+
+/// The op of a heap key (see [`run`]).
+fn op_of(k: (u64, u64, usize), backward: bool) -> usize {
+    if backward {
+        k.2
     } else {
-        ((&net.pred_at, &net.pred), (&net.succ_at, &net.succ))
+        usize::MAX - k.2
+    }
+}
+
+/// `v`'s release time: respected in forward time only; a backward pass (a priority source
+/// whose orders are re-timed forward) ignores it.
+fn release_of(net: &Net, backward: bool, v: usize) -> u64 {
+    if backward {
+        0
+    } else {
+        net.release[v]
+    }
+}
+
+/// How many bytes starting `v` frees beyond what it allocates: its own outputs when nothing
+/// reads them, and the outputs of the predecessors whose last reader it is (none kept to
+/// the end), less its own buffers.
+fn relief(net: &Net, readers: &[usize], v: usize) -> i128 {
+    let own = if readers[v] == 0 && !net.keep[v] {
+        net.alloc[v]
+    } else {
+        0
     };
-    let mut missing: Vec<usize> = (0..n).map(|v| ins.0[v + 1] - ins.0[v]).collect();
-    let mut ready_at = vec![0u64; n];
-    // Release times hold in forward time only; a backward pass (a priority source whose
-    // orders are re-timed forward) ignores them. Ready ops not yet released wait here.
-    let release = |v: usize| if backward { 0 } else { net.release[v] };
-    let mut pending: BinaryHeap<std::cmp::Reverse<(u64, usize)>> = BinaryHeap::new();
-    if let Pick::List(heaps) = &mut pick {
-        for v in (0..n).filter(|&v| missing[v] == 0) {
-            if release(v) > 0 {
-                pending.push(std::cmp::Reverse((release(v), v)));
+    let preds = net.preds(v);
+    let freed: u64 = preds
+        .iter()
+        .enumerate()
+        .filter(|&(i, &p)| {
+            !preds[..i].contains(&p)
+                && !net.keep[p]
+                && readers[p] == preds.iter().filter(|&&q| q == p).count()
+        })
+        .map(|(_, &p)| net.alloc[p])
+        .sum();
+    (own + freed) as i128 - net.alloc[v] as i128
+}
+
+impl<'a> Engine<'a> {
+    fn new(
+        net: &'a Net,
+        d: &'a [u64],
+        pick: Pick<'a>,
+        backward: bool,
+        slowed: u64,
+        key: &'a dyn Fn(usize, u64) -> (u64, u64, usize),
+    ) -> Self {
+        let n = net.len();
+        let ns = net.streams.len();
+        let (ins, outs): (&[usize], _) = if backward {
+            (&net.succ_at, (&net.pred_at[..], &net.pred[..]))
+        } else {
+            (&net.pred_at, (&net.succ_at[..], &net.succ[..]))
+        };
+        let gated = !backward && net.limit != u64::MAX && matches!(pick, Pick::List(_));
+        let mut e = Engine {
+            net,
+            d,
+            pick,
+            backward,
+            slowed,
+            key,
+            outs,
+            missing: (0..n).map(|v| ins[v + 1] - ins[v]).collect(),
+            ready_at: vec![0u64; n],
+            pending: BinaryHeap::new(),
+            orders: vec![Vec::new(); ns],
+            end: vec![0u64; n],
+            running: vec![None; ns],
+            now: 0,
+            finished: 0,
+            readers: (0..n)
+                .map(|v| net.succ_at[v + 1] - net.succ_at[v])
+                .collect(),
+            live: 0,
+            peak: 0,
+            gated,
+            starved: vec![false; ns],
+            freed_by: None,
+            ended_now: Vec::new(),
+            started: vec![false; if gated { n } else { 0 }],
+            frontier: 0,
+            window: net.window.get(),
+            waits: Vec::new(),
+        };
+        for v in 0..n {
+            if e.missing[v] == 0 {
+                e.on_ready(v);
+            }
+        }
+        e
+    }
+
+    /// `v` has no predecessor left to end: a list schedule queues it on its stream, or holds
+    /// it until its release time. (A replay takes ops from its fixed orders.)
+    fn on_ready(&mut self, v: usize) {
+        let release = release_of(self.net, self.backward, v);
+        if let Pick::List(heaps) = &mut self.pick {
+            if release > self.now {
+                self.pending.push(Reverse((release, v)));
             } else {
-                heaps[net.stream[v]].push(key(v, 0));
+                heaps[self.net.stream[v]].push((self.key)(v, self.ready_at[v]));
             }
         }
     }
-    let mut orders: Vec<Vec<usize>> = vec![Vec::new(); ns];
-    let mut end = vec![0u64; n];
-    let mut running: Vec<Option<(usize, u64)>> = vec![None; ns];
-    let (mut now, mut finished) = (0u64, 0usize);
-    // Live-tensor bytes, tracked in forward time as `memory::profile` counts them: an op
-    // allocates when it starts; a tensor is freed when its last reader ends (its producer's
-    // end when nothing reads it), unless it is kept to the end. Ends are handled before the
-    // next launches, so frees come before allocations at equal times.
-    let mut readers: Vec<usize> = (0..n)
-        .map(|v| net.succ_at[v + 1] - net.succ_at[v])
-        .collect();
-    let (mut live, mut peak) = (0u64, 0u64);
-    // A forward list schedule under a budget starts an op only if its buffers fit; when no
-    // stream runs and nothing fits, the best ready op starts anyway (the plan is then over
-    // budget, which its peak says).
-    let gated = !backward && net.limit != u64::MAX && matches!(pick, Pick::List(_));
-    let id = |k: (u64, u64, usize)| if backward { k.2 } else { usize::MAX - k.2 };
-    // Streams idling for memory with ready ops, the last op whose end freed memory (at the
-    // current time), and the memory waits recorded.
-    let mut starved = vec![false; ns];
-    let mut freed_by: Option<usize> = None;
-    // Ops that ended at the current time (a wait for one of them pins a launch to it).
-    let mut ended_now: Vec<usize> = Vec::new();
-    // The earliest op (program order) not started yet, for the window.
-    let mut started = vec![false; if gated { n } else { 0 }];
-    let mut frontier = 0usize;
-    let window = net.window.get();
-    let mut waits: Vec<(usize, usize)> = Vec::new();
-    loop {
-        if let Pick::List(heaps) = &mut pick {
-            while let Some(&std::cmp::Reverse((r, v))) = pending.peek() {
-                if r > now {
+
+    /// Queues the held ops of a list schedule whose release time has come.
+    fn release_due(&mut self) {
+        if let Pick::List(heaps) = &mut self.pick {
+            while let Some(&Reverse((r, v))) = self.pending.peek() {
+                if r > self.now {
                     break;
                 }
-                pending.pop();
-                heaps[net.stream[v]].push(key(v, ready_at[v].max(r)));
+                self.pending.pop();
+                heaps[self.net.stream[v]].push((self.key)(v, self.ready_at[v].max(r)));
             }
         }
-        // The second sweep runs only when, under a budget, nothing runs and nothing fitted:
-        // its first launch is forced.
+    }
+
+    /// Starts the next op of every free stream that has one. The second sweep runs only
+    /// when, under a budget, nothing runs and nothing fitted: its first launch is forced.
+    fn launch_free_streams(&mut self) {
         for sweep in 0..2 {
             let mut forced = sweep == 1;
-            if forced && !(gated && finished < n && running.iter().all(Option::is_none)) {
+            if forced
+                && !(self.gated
+                    && self.finished < self.net.len()
+                    && self.running.iter().all(Option::is_none))
+            {
                 break;
             }
-            for s in 0..ns {
-                if running[s].is_some() {
+            for s in 0..self.net.streams.len() {
+                if self.running[s].is_some() {
                     continue;
                 }
-                let next = match &mut pick {
-                    Pick::List(heaps) if gated => {
-                        let mut held = Vec::new();
-                        let mut chosen = None;
-                        let soft = net.soft.get().min(net.limit);
-                        while let Some(k) = heaps[s].pop() {
-                            let v = id(k);
-                            if forced
-                                || (live.saturating_add(net.alloc[v]) <= soft
-                                    && v <= frontier.saturating_add(window))
-                            {
-                                chosen = Some(v);
-                                break;
-                            }
-                            held.push(k);
-                            if held.len() >= GATE_LOOKAHEAD {
-                                break;
-                            }
-                        }
-                        if chosen.is_none() && soft < net.limit {
-                            // Over the soft limit: the op that frees the most more than it
-                            // allocates, if it fits the limit.
-                            let relief = |v: usize| {
-                                let own = if readers[v] == 0 && !net.keep[v] {
-                                    net.alloc[v]
-                                } else {
-                                    0
-                                };
-                                let preds = net.preds(v);
-                                let freed: u64 = preds
-                                    .iter()
-                                    .enumerate()
-                                    .filter(|&(i, &p)| {
-                                        !preds[..i].contains(&p)
-                                            && !net.keep[p]
-                                            && readers[p]
-                                                == preds.iter().filter(|&&q| q == p).count()
-                                    })
-                                    .map(|(_, &p)| net.alloc[p])
-                                    .sum();
-                                (own + freed) as i128 - net.alloc[v] as i128
-                            };
-                            if let Some(i) = held
-                                .iter()
-                                .enumerate()
-                                .filter(|(_, &k)| {
-                                    live.saturating_add(net.alloc[id(k)]) <= net.limit
-                                        && id(k) <= frontier.saturating_add(window)
-                                })
-                                .map(|(i, &k)| (relief(id(k)), std::cmp::Reverse(i)))
-                                .filter(|(r, _)| *r > 0)
-                                .max()
-                                .map(|(_, std::cmp::Reverse(i))| i)
-                            {
-                                chosen = Some(id(held.swap_remove(i)));
-                            }
-                        }
-                        // Set here, cleared only by the launch that records the wait.
-                        if chosen.is_none() && !held.is_empty() {
-                            starved[s] = true;
-                        }
-                        heaps[s].extend(held);
-                        if chosen.is_some() {
-                            forced = false;
-                        }
-                        chosen
-                    }
-                    Pick::List(heaps) => heaps[s].pop().map(id),
-                    Pick::Fixed(order, at) => match order[s].get(at[s]) {
-                        Some(&v) if missing[v] == 0 && release(v) <= now => {
-                            at[s] += 1;
-                            Some(v)
-                        }
-                        _ => None,
-                    },
+                let next = if self.gated {
+                    self.pick_gated(s, forced)
+                } else {
+                    self.pick_next(s)
                 };
                 if let Some(v) = next {
-                    if gated && std::mem::take(&mut starved[s]) {
-                        // The op whose end freed the memory, else (a forced launch) one that
-                        // ended now on another stream; at time 0 nothing is needed.
-                        let on_other = |u: &usize| net.stream[*u] != s;
-                        if let Some(u) = freed_by
-                            .filter(on_other)
-                            .or_else(|| ended_now.iter().copied().find(on_other))
-                        {
-                            waits.push((u, v));
-                        }
-                    }
-                    orders[s].push(v);
-                    running[s] = Some((v, d[v].saturating_mul(UNITS)));
-                    live += net.alloc[v];
-                    peak = peak.max(live);
-                    if gated {
-                        started[v] = true;
-                        while frontier < n && started[frontier] {
-                            frontier += 1;
-                        }
-                    }
+                    forced = false;
+                    self.launch(s, v);
                 }
             }
         }
-        if finished == n {
-            break;
+    }
+
+    /// The next op of free stream `s` without a memory budget: the ready op of highest key,
+    /// or the next op of the fixed order once it is ready and released.
+    fn pick_next(&mut self, s: usize) -> Option<usize> {
+        let (net, backward) = (self.net, self.backward);
+        match &mut self.pick {
+            Pick::List(heaps) => heaps[s].pop().map(|k| op_of(k, backward)),
+            Pick::Fixed(order, at) => match order[s].get(at[s]) {
+                Some(&v) if self.missing[v] == 0 && release_of(net, backward, v) <= self.now => {
+                    at[s] += 1;
+                    Some(v)
+                }
+                _ => None,
+            },
         }
-        let comm_active = (0..ns).any(|s| net.comm[s] && running[s].is_some());
-        let rate = |s: usize| {
-            if !net.comm[s] && comm_active {
-                slowed
-            } else {
-                UNITS
-            }
+    }
+
+    /// The next op of free stream `s` of a list schedule under a memory budget: of its
+    /// [`GATE_LOOKAHEAD`] best ready ops, the first whose buffers fit under the soft limit
+    /// and within the window (any, when `forced`); over the soft limit, the one that frees
+    /// the most more than it allocates ([`relief`]), if it fits the limit. When none starts,
+    /// the stream starves (its next launch records a memory wait).
+    fn pick_gated(&mut self, s: usize, forced: bool) -> Option<usize> {
+        let (net, backward, live) = (self.net, self.backward, self.live);
+        let within_window = self.frontier.saturating_add(self.window);
+        let Pick::List(heaps) = &mut self.pick else {
+            unreachable!("only list schedules are gated")
         };
-        let completion = (0..ns).filter_map(|s| running[s].map(|(_, rem)| rem.div_ceil(rate(s))));
-        // The next release of a ready op (a free stream's next op, when timing a plan).
-        let released = match &pick {
-            Pick::List(_) => pending.peek().map(|r| r.0 .0.saturating_sub(now)),
+        let mut held = Vec::new();
+        let mut chosen = None;
+        let soft = net.soft.get().min(net.limit);
+        while let Some(k) = heaps[s].pop() {
+            let v = op_of(k, backward);
+            if forced || (live.saturating_add(net.alloc[v]) <= soft && v <= within_window) {
+                chosen = Some(v);
+                break;
+            }
+            held.push(k);
+            if held.len() >= GATE_LOOKAHEAD {
+                break;
+            }
+        }
+        if chosen.is_none() && soft < net.limit {
+            let readers = &self.readers;
+            if let Some(i) = held
+                .iter()
+                .enumerate()
+                .filter(|(_, &k)| {
+                    let v = op_of(k, backward);
+                    live.saturating_add(net.alloc[v]) <= net.limit && v <= within_window
+                })
+                .map(|(i, &k)| (relief(net, readers, op_of(k, backward)), Reverse(i)))
+                .filter(|(r, _)| *r > 0)
+                .max()
+                .map(|(_, Reverse(i))| i)
+            {
+                chosen = Some(op_of(held.swap_remove(i), backward));
+            }
+        }
+        // Set here, cleared only by the launch that records the wait.
+        if chosen.is_none() && !held.is_empty() {
+            self.starved[s] = true;
+        }
+        heaps[s].extend(held);
+        chosen
+    }
+
+    /// Starts `v` on stream `s`: records the memory wait of a starved stream, allocates its
+    /// buffers and moves the window's frontier.
+    fn launch(&mut self, s: usize, v: usize) {
+        let net = self.net;
+        if self.gated && std::mem::take(&mut self.starved[s]) {
+            // The op whose end freed the memory, else (a forced launch) one that ended now
+            // on another stream; at time 0 nothing is needed.
+            let on_other = |u: &usize| net.stream[*u] != s;
+            if let Some(u) = self
+                .freed_by
+                .filter(on_other)
+                .or_else(|| self.ended_now.iter().copied().find(on_other))
+            {
+                self.waits.push((u, v));
+            }
+        }
+        self.orders[s].push(v);
+        self.running[s] = Some((v, self.d[v].saturating_mul(UNITS)));
+        self.live += net.alloc[v];
+        self.peak = self.peak.max(self.live);
+        if self.gated {
+            self.started[v] = true;
+            while self.frontier < net.len() && self.started[self.frontier] {
+                self.frontier += 1;
+            }
+        }
+    }
+
+    /// Whether some communication channel runs now (compute then runs slowed).
+    fn comm_active(&self) -> bool {
+        (0..self.net.streams.len()).any(|s| self.net.comm[s] && self.running[s].is_some())
+    }
+
+    /// Work units stream `s` does per ns.
+    fn rate(&self, s: usize, comm_active: bool) -> u64 {
+        if !self.net.comm[s] && comm_active {
+            self.slowed
+        } else {
+            UNITS
+        }
+    }
+
+    /// Time to the next event: the first end of a running op, or the next release of a ready
+    /// op (a free stream's next op, when timing a plan). An error when there is none: no
+    /// stream can start an op.
+    fn next_event(&self) -> Result<u64, GraphError> {
+        let ns = self.net.streams.len();
+        let comm_active = self.comm_active();
+        let completion = (0..ns).filter_map(|s| {
+            self.running[s].map(|(_, rem)| rem.div_ceil(self.rate(s, comm_active)))
+        });
+        let (net, backward, now) = (self.net, self.backward, self.now);
+        let released = match &self.pick {
+            Pick::List(_) => self.pending.peek().map(|r| r.0 .0.saturating_sub(now)),
             Pick::Fixed(order, at) => (0..ns)
-                .filter(|&s| running[s].is_none())
+                .filter(|&s| self.running[s].is_none())
                 .filter_map(|s| order[s].get(at[s]))
-                .filter(|&&v| missing[v] == 0 && release(v) > now)
-                .map(|&v| release(v) - now)
+                .filter(|&&v| self.missing[v] == 0 && release_of(net, backward, v) > now)
+                .map(|&v| release_of(net, backward, v) - now)
                 .min(),
         };
-        let Some(dt) = completion.chain(released).min() else {
-            return Err(GraphError::Deadlock {
+        completion
+            .chain(released)
+            .min()
+            .ok_or_else(|| GraphError::Deadlock {
                 cycle: "list scheduling: no stream can start an op (a launch order that is \
                         not topological)"
                     .into(),
-            });
-        };
-        now = now.saturating_add(dt);
-        freed_by = None;
-        ended_now.clear();
-        for (s, slot) in running.iter_mut().enumerate() {
-            let Some((v, rem)) = *slot else { continue };
-            let left = rem.saturating_sub(dt.saturating_mul(rate(s)));
+            })
+    }
+
+    /// Moves the clock by `dt`: every running op does `dt` of work at its stream's rate, and
+    /// those done end ([`Engine::finish`]), in stream order.
+    fn advance(&mut self, dt: u64) {
+        let comm_active = self.comm_active();
+        self.now = self.now.saturating_add(dt);
+        self.freed_by = None;
+        self.ended_now.clear();
+        for s in 0..self.running.len() {
+            let Some((v, rem)) = self.running[s] else {
+                continue;
+            };
+            let left = rem.saturating_sub(dt.saturating_mul(self.rate(s, comm_active)));
             if left > 0 {
-                *slot = Some((v, left));
+                self.running[s] = Some((v, left));
                 continue;
             }
-            *slot = None;
-            end[v] = now;
-            finished += 1;
-            ended_now.push(v);
-            if !backward {
-                let before = live;
-                if readers[v] == 0 && !net.keep[v] {
-                    live -= net.alloc[v];
-                }
-                for &p in net.preds(v) {
-                    readers[p] -= 1;
-                    if readers[p] == 0 && !net.keep[p] {
-                        live -= net.alloc[p];
-                    }
-                }
-                if live < before {
-                    freed_by = Some(v);
+            self.running[s] = None;
+            self.finish(v);
+        }
+    }
+
+    /// `v` ends now: in forward time, the tensors whose last reader it is are freed; its
+    /// successors whose predecessors have all ended become ready.
+    fn finish(&mut self, v: usize) {
+        let net = self.net;
+        self.end[v] = self.now;
+        self.finished += 1;
+        self.ended_now.push(v);
+        if !self.backward {
+            let before = self.live;
+            if self.readers[v] == 0 && !net.keep[v] {
+                self.live -= net.alloc[v];
+            }
+            for &p in net.preds(v) {
+                self.readers[p] -= 1;
+                if self.readers[p] == 0 && !net.keep[p] {
+                    self.live -= net.alloc[p];
                 }
             }
-            for &w in &outs.1[outs.0[v]..outs.0[v + 1]] {
-                ready_at[w] = ready_at[w].max(now);
-                missing[w] -= 1;
-                if missing[w] == 0 {
-                    if let Pick::List(heaps) = &mut pick {
-                        if release(w) > now {
-                            pending.push(std::cmp::Reverse((release(w), w)));
-                        } else {
-                            heaps[net.stream[w]].push(key(w, ready_at[w]));
-                        }
-                    }
-                }
+            if self.live < before {
+                self.freed_by = Some(v);
+            }
+        }
+        let (at, succ) = self.outs;
+        for &w in &succ[at[v]..at[v + 1]] {
+            self.ready_at[w] = self.ready_at[w].max(self.now);
+            self.missing[w] -= 1;
+            if self.missing[w] == 0 {
+                self.on_ready(w);
             }
         }
     }
-    Ok(Schedule {
-        makespan: end.iter().copied().max().unwrap_or(0),
-        end,
-        orders,
-        peak,
-        waits,
-    })
+
+    fn into_schedule(self) -> Schedule {
+        Schedule {
+            makespan: self.end.iter().copied().max().unwrap_or(0),
+            end: self.end,
+            orders: self.orders,
+            peak: self.peak,
+            waits: self.waits,
+        }
+    }
 }
 
 /// Forward-backward improvement from a forward `start` (see the module docs): the best
