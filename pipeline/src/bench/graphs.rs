@@ -21,12 +21,13 @@ use super::BenchError;
 
 mod json;
 mod shards;
+mod table;
 use crate::pipeline::{Pipeline, Report};
 use crate::progress::Progress;
 use crate::schedule::{ModuleSchedule, Optimized};
 use crate::summary::{gain_pct, Comparison, DecompositionSummary};
-use crate::table::Table;
 pub use shards::{merge, GraphsMerged, GraphsShardRow};
+pub use table::GraphsTable;
 
 /// A benchmark configuration: a model under a parallel plan.
 #[derive(Clone, Debug)]
@@ -225,107 +226,118 @@ pub fn run_shard(
         Pipeline::new(config, pipeline.solvers.clone())
     });
     let mut rows = Vec::new();
-    let mut worse = Vec::new();
-    let mut search_worse = Vec::new();
     for source in chosen {
-        let name = source.name().to_owned();
-        let failed = |source: crate::PipelineError| BenchError::Pipeline {
-            config: name.clone(),
-            source: Box::new(source),
-        };
-        let built;
-        let graph = match &source {
-            Source::Config(c) => {
-                built = models::build(&c.model, &c.parallel).map_err(|e| failed(e.into()))?;
-                &built
-            }
-            Source::Extra(_, g, _) => *g,
-        };
-        // The module's own schedule is a baseline of its graph.
-        let own = match &source {
-            Source::Extra(_, g, Some(plan)) => {
-                let mut config = pipeline.config.clone();
-                config.schedule.module_schedule =
-                    Some(ModuleSchedule::new(g, (*plan).clone()).map_err(|e| failed(e.into()))?);
-                Some(Pipeline::new(config, pipeline.solvers.clone()))
-            }
-            _ => None,
-        };
-        let report = own
-            .as_ref()
-            .unwrap_or(pipeline)
-            .run(graph, &crate::progress::Silent)
-            .map_err(failed)?;
-        let s = &report.schedule;
-        let timelines: Vec<_> = s
-            .results
-            .iter()
-            .map(|x| (x.scheduler.as_str(), &x.timeline))
-            .collect();
-        let trace_events = trace::validate_chrome_trace(&trace::chrome_trace(graph, &timelines))
-            .map_err(|reason| {
-                failed(
-                    concerto_graph::GraphError::InvalidPlan {
-                        reason: format!("invalid Chrome trace: {reason}"),
-                    }
-                    .into(),
-                )
-            })?;
-        let opt = s.concerto().makespan_ns();
-        // Under a budget, the independent checker on concerto's plan, and baselines count
-        // only when within the budget.
-        let fits = |x: &crate::Scheduled| {
-            s.memory_budget_bytes
-                .is_none_or(|b| x.peak_memory_bytes <= b)
-        };
-        if let Some(b) = s.memory_budget_bytes {
-            concerto_graph::memory::check_memory(graph, &s.concerto().timeline, b)
-                .map_err(|e| failed(e.into()))?;
-        }
-        let baselines = || {
-            s.results
-                .iter()
-                .filter(|x| x.scheduler != crate::Scheduler::Concerto && fits(x))
-        };
-        let is_worse = baselines().any(|x| opt > x.makespan_ns());
-        if is_worse {
-            worse.push(name.clone());
-        }
-        let best_fitting = baselines().map(|x| x.makespan_ns()).min();
-        let lost = best_fitting.is_some_and(|b| s.solver_plan.makespan_ns() > b);
-        let search_lost = !fits(&s.solver_plan) || lost;
-        if search_lost {
-            search_worse.push(name.clone());
-        }
-        let unbounded = match &free {
-            Some(p) => Some(p.schedule(graph, Vec::new()).map_err(failed)?),
-            None => None,
-        };
+        let row = run_one(pipeline, free.as_ref(), &source)?;
+        let s = &row.report.schedule;
         progress.advance(
             1,
             &format!(
                 "{}: concerto {:.3} ms vs best baseline {:.3} ms",
-                name,
-                opt as f64 / 1e6,
+                row.config,
+                s.concerto().makespan_ns() as f64 / 1e6,
                 s.best_baseline_ns() as f64 / 1e6
             ),
         );
-        rows.push(GraphsRow {
-            config: name,
-            report,
-            trace_events,
-            unbounded,
-            worse: is_worse,
-            search_worse: search_lost,
-        });
+        rows.push(row);
     }
     progress.finish();
+    let named = |flag: fn(&GraphsRow) -> bool| -> Vec<String> {
+        rows.iter()
+            .filter(|r| flag(r))
+            .map(|r| r.config.clone())
+            .collect()
+    };
     Ok(GraphsBench {
         items,
         shard,
+        worse: named(|r| r.worse),
+        search_worse: named(|r| r.search_worse),
         rows,
-        worse,
-        search_worse,
+    })
+}
+
+/// One graph of [`run_shard`]: the pipeline's report (with the module's own schedule as a
+/// baseline where the source carries one), its Chrome trace validated, the memory checker on
+/// concerto's plan under a budget, and the S step without the budget on `free` (when given).
+fn run_one(
+    pipeline: &Pipeline,
+    free: Option<&Pipeline>,
+    source: &Source<'_>,
+) -> Result<GraphsRow, BenchError> {
+    let name = source.name().to_owned();
+    let failed = |source: crate::PipelineError| BenchError::Pipeline {
+        config: name.clone(),
+        source: Box::new(source),
+    };
+    let built;
+    let graph = match source {
+        Source::Config(c) => {
+            built = models::build(&c.model, &c.parallel).map_err(|e| failed(e.into()))?;
+            &built
+        }
+        Source::Extra(_, g, _) => *g,
+    };
+    // The module's own schedule is a baseline of its graph.
+    let own = match source {
+        Source::Extra(_, g, Some(plan)) => {
+            let mut config = pipeline.config.clone();
+            config.schedule.module_schedule =
+                Some(ModuleSchedule::new(g, (*plan).clone()).map_err(|e| failed(e.into()))?);
+            Some(Pipeline::new(config, pipeline.solvers.clone()))
+        }
+        _ => None,
+    };
+    let report = own
+        .as_ref()
+        .unwrap_or(pipeline)
+        .run(graph, &crate::progress::Silent)
+        .map_err(failed)?;
+    let s = &report.schedule;
+    let timelines: Vec<_> = s
+        .results
+        .iter()
+        .map(|x| (x.scheduler.as_str(), &x.timeline))
+        .collect();
+    let trace_events = trace::validate_chrome_trace(&trace::chrome_trace(graph, &timelines))
+        .map_err(|reason| {
+            failed(
+                concerto_graph::GraphError::InvalidPlan {
+                    reason: format!("invalid Chrome trace: {reason}"),
+                }
+                .into(),
+            )
+        })?;
+    let opt = s.concerto().makespan_ns();
+    // Under a budget, the independent checker on concerto's plan, and baselines count
+    // only when within the budget.
+    let fits = |x: &crate::Scheduled| {
+        s.memory_budget_bytes
+            .is_none_or(|b| x.peak_memory_bytes <= b)
+    };
+    if let Some(b) = s.memory_budget_bytes {
+        concerto_graph::memory::check_memory(graph, &s.concerto().timeline, b)
+            .map_err(|e| failed(e.into()))?;
+    }
+    let baselines = || {
+        s.results
+            .iter()
+            .filter(|x| x.scheduler != crate::Scheduler::Concerto && fits(x))
+    };
+    let is_worse = baselines().any(|x| opt > x.makespan_ns());
+    let best_fitting = baselines().map(|x| x.makespan_ns()).min();
+    let lost = best_fitting.is_some_and(|b| s.solver_plan.makespan_ns() > b);
+    let search_lost = !fits(&s.solver_plan) || lost;
+    let unbounded = match free {
+        Some(p) => Some(p.schedule(graph, Vec::new()).map_err(failed)?),
+        None => None,
+    };
+    Ok(GraphsRow {
+        config: name,
+        report,
+        trace_events,
+        unbounded,
+        worse: is_worse,
+        search_worse: search_lost,
     })
 }
 
@@ -524,232 +536,5 @@ impl fmt::Display for GraphsBench {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let summaries: Vec<GraphsRowSummary> = self.rows.iter().map(GraphsRow::summary).collect();
         GraphsTable(&summaries).fmt(f)
-    }
-}
-
-/// The comparison table of `bench graphs` over rows' summaries, with the S+AD, joint and S+F
-/// columns of the steps that ran, and a line per column group that says what it means.
-#[derive(Clone, Copy, Debug)]
-pub struct GraphsTable<'a>(pub &'a [GraphsRowSummary]);
-
-impl fmt::Display for GraphsTable<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let rows = self.0;
-        let decomposing = rows.iter().any(|r| r.decomposed_ns.is_some());
-        let xla = rows.iter().any(|r| r.comparison.xla_ns.is_some());
-        let mut header = vec!["config", "ops", "program_ms"];
-        if xla {
-            header.push("xla_ms");
-        }
-        header.extend([
-            "lhs_ms",
-            "inductor_ms",
-            "list_ms",
-            "concerto_ms",
-            "bound_ms",
-            "bound",
-            "gap",
-            "gain_vs_best",
-            "exposed_ms",
-            "plan",
-            "time_s",
-        ]);
-        if xla {
-            header.push("vs_xla");
-        }
-        if decomposing {
-            header.extend(["S+AD_ms", "AD_gain", "decomps", "AD_s"]);
-        }
-        let joint = rows.iter().any(|r| r.joint_ns.is_some());
-        if joint {
-            header.extend(["joint_ms", "joint_gain", "joint_s"]);
-        }
-        let fusing = rows.iter().any(|r| r.fused_ns.is_some());
-        if fusing {
-            header.extend(["S+F_ms", "F_gain", "calls", "F_s"]);
-        }
-        let mut t = Table::new(&header);
-        let ms = |ns: u64| format!("{:.3}", ns as f64 / 1e6);
-        for r in rows {
-            let mut cells = vec![
-                r.config.to_string(),
-                r.comparison.ops.to_string(),
-                ms(r.comparison.program_order_ns),
-            ];
-            if xla {
-                cells.push(r.comparison.xla_ns.map_or("-".into(), ms));
-            }
-            cells.extend([
-                ms(r.comparison.lhs_ns),
-                ms(r.comparison.inductor_ns),
-                ms(r.comparison.list_ns),
-                ms(r.comparison.optimized_ns),
-                ms(r.comparison.lower_bound_ns),
-                r.comparison.bound_kind.clone(),
-                format!("{:.2}%", r.gap_to_bound_pct),
-                format!("{:.2}%", r.gain_vs_best_baseline_pct),
-                ms(r.comparison.exposed_comm_ns),
-                r.origin.to_string(),
-                format!("{:.1}", r.time_s),
-            ]);
-            if xla {
-                cells.push(r.comparison.xla_ns.map_or("-".into(), |x| {
-                    format!("{:.2}%", gain_pct(x, r.comparison.optimized_ns))
-                }));
-            }
-            if decomposing {
-                cells.extend([
-                    r.decomposed_ns.map_or("-".into(), ms),
-                    r.ad_gain_pct.map_or("-".into(), |g| format!("{g:.2}%")),
-                    match (&r.decompositions, &r.ad_note) {
-                        (Some(d), None) => d.len().to_string(),
-                        (_, Some(_)) => "0 (rejected)".to_string(),
-                        (None, None) => "-".to_string(),
-                    },
-                    r.ad_time_s.map_or("-".into(), |s| format!("{s:.1}")),
-                ]);
-            }
-            if joint {
-                cells.extend([
-                    r.joint_ns.map_or("-".into(), ms),
-                    match (r.joint_ns, r.decomposed_ns) {
-                        (Some(j), Some(d)) => {
-                            format!("{:.2}%", (1.0 - j as f64 / d as f64) * 100.0)
-                        }
-                        _ => "-".into(),
-                    },
-                    r.joint_time_s.map_or("-".into(), |s| format!("{s:.1}")),
-                ]);
-            }
-            if fusing {
-                cells.extend([
-                    r.fused_ns.map_or("-".into(), ms),
-                    r.fuse_gain_pct.map_or("-".into(), |g| format!("{g:.2}%")),
-                    r.collective_calls
-                        .map_or("-".into(), |(a, b)| format!("{a}->{b}")),
-                    r.fuse_time_s.map_or("-".into(), |s| format!("{s:.1}")),
-                ]);
-            }
-            t.row(cells);
-        }
-        f.write_str(&t.render())?;
-        writeln!(
-            f,
-            "list_ms = non-delay list schedule, critical-path priority on every stream; bound = \
-             the proven lower bound that binds; gap = concerto above it; gain_vs_best = concerto \
-             vs the best baseline; plan = where concerto's plan comes from (solver: its own \
-             search); time_s = the S step"
-        )?;
-        if xla {
-            writeln!(
-                f,
-                "xla_ms = the module's own schedule (XLA's latency-hiding scheduler's sequence, \
-                 starts and dones where XLA put them), simulated with the same costs; vs_xla = \
-                 concerto vs it"
-            )?;
-        }
-        if decomposing {
-            writeln!(
-                f,
-                "concerto_ms = S (schedule only); S+AD_ms = concerto on the graph rewritten by \
-                 the decompositions (decomps of them), kept at S when the rewrite schedules \
-                 longer; AD_gain = S+AD vs S; AD_s = selection + S+AD scheduling time"
-            )?;
-            for r in rows {
-                if let Some(n) = &r.ad_note {
-                    writeln!(f, "{}: {n}", r.config)?;
-                }
-            }
-            if joint {
-                writeln!(
-                    f,
-                    "joint_ms = every candidate a mode of its region, modes and order decided \
-                     together in exact windows from S+AD (never above it); joint_gain = joint \
-                     vs S+AD; joint_s = its time (AD_s is the sequential one's)"
-                )?;
-                for r in rows {
-                    if let Some(n) = &r.joint_note {
-                        writeln!(f, "{}: {n}", r.config)?;
-                    }
-                    if let Some(d) = r.joint_decompositions.as_ref().filter(|d| !d.is_empty()) {
-                        writeln!(f, "{}: joint applied {}", r.config, d.join(", "))?;
-                    }
-                }
-            }
-        }
-        let memory: Vec<(&str, &MemorySummary)> = rows
-            .iter()
-            .filter_map(|r| r.memory.as_ref().map(|m| (r.config.as_str(), m)))
-            .collect();
-        if !memory.is_empty() {
-            let gib = |b: u64| format!("{:.2}", crate::table::gib(b));
-            let mut t = Table::new(&[
-                "config",
-                "budget_GiB",
-                "program_ms",
-                "program_GiB",
-                "free_ms",
-                "free_GiB",
-                "concerto_ms",
-                "concerto_GiB",
-                "kept_gain",
-                "lhs_ms",
-                "lhs_GiB",
-                "floor_GiB",
-            ]);
-            for (name, m) in &memory {
-                let program = rows
-                    .iter()
-                    .find(|r| r.config == *name)
-                    .map_or(0, |r| r.comparison.program_order_ns);
-                t.row(vec![
-                    name.to_string(),
-                    gib(m.budget_bytes),
-                    ms(program),
-                    gib(m.program_peak_bytes),
-                    ms(m.unbounded_ns),
-                    format!(
-                        "{}{}",
-                        gib(m.unbounded_peak_bytes),
-                        if m.unbounded_raises_peak { " +" } else { "" }
-                    ),
-                    ms(m.concerto_ns),
-                    gib(m.concerto_peak_bytes),
-                    format!("{:.1}%", m.kept_gain_pct),
-                    ms(m.lhs_ns),
-                    format!(
-                        "{}{}",
-                        gib(m.lhs_peak_bytes),
-                        if m.lhs_within { "" } else { " over" }
-                    ),
-                    gib(m.peak_lower_bound_bytes),
-                ]);
-            }
-            writeln!(f)?;
-            f.write_str(&t.render())?;
-            writeln!(
-                f,
-                "memory: free = concerto without the budget (+: its peak is above program \
-                 order's); concerto = within the budget (checked by memory::check_memory); \
-                 kept_gain = (program - concerto) / (program - free); lhs = the LHS baseline \
-                 with XLA's memory treatment (tie-breaker, retry at 0.9; over = above the \
-                 budget); floor = a peak no order can go below"
-            )?;
-        }
-        if fusing {
-            writeln!(
-                f,
-                "S+F_ms = concerto on the graph with collectives fused into buckets chosen under \
-                 concerto's plan, kept at S when the fused graph schedules longer; F_gain = S+F \
-                 vs S; calls = collective calls before -> after; F_s = bucket search + S+F \
-                 scheduling"
-            )?;
-            for r in rows {
-                if let Some(n) = &r.fuse_note {
-                    writeln!(f, "{}: {n}", r.config)?;
-                }
-            }
-        }
-        Ok(())
     }
 }
