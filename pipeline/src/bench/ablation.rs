@@ -281,29 +281,7 @@ pub fn run(
     );
     let mut out = AblationReport::default();
     for s in &ablation {
-        let row = one(s, |g| {
-            let began = Instant::now();
-            let p = configured(base, s, decompose, None, false)?;
-            let r = p.run(g, &crate::progress::Silent)?;
-            let d = r.decomposed.as_ref().expect("decomposition is on");
-            let (base_ns, opt) = (baseline_ns(&r.schedule), r.s_ns());
-            Ok((
-                loses(&r.schedule),
-                AblationRow {
-                    config: s.name.to_string(),
-                    hardware: s.hardware,
-                    precision: precision_name(s.parallel.precision),
-                    ops: r.schedule.ops,
-                    baseline_ns: base_ns,
-                    best_baseline_ns: r.schedule.best_baseline_ns(),
-                    optimized_ns: opt,
-                    decomposed_ns: d.makespan_ns,
-                    decompositions: DecompositionSummary::all(d.applied()),
-                    shape: base_ns > opt && opt > d.makespan_ns,
-                    time_s: began.elapsed().as_secs_f64(),
-                },
-            ))
-        })?;
+        let row = ablation_row(base, s, decompose)?;
         progress.advance(
             1,
             &format!(
@@ -320,35 +298,7 @@ pub fn run(
         out.ablation.push(row.1);
     }
     for s in &fusion {
-        let row = one(s, |g| {
-            let began = Instant::now();
-            let p = configured(base, s, Decompose::Off, None, true)?;
-            let r = p.run(g, &crate::progress::Silent)?;
-            let f = r.fusion.as_ref().expect("fusion is on");
-            let s_row = r.schedule.concerto();
-            let peak = if f.kept {
-                f.schedule.concerto().peak_memory_bytes
-            } else {
-                s_row.peak_memory_bytes
-            };
-            let opt = r.s_ns();
-            Ok((
-                loses(&r.schedule),
-                FusionRow {
-                    config: s.name.to_string(),
-                    hardware: s.hardware,
-                    gpus: s.parallel.dp,
-                    baseline_ns: baseline_ns(&r.schedule),
-                    optimized_ns: opt,
-                    fused_ns: f.makespan_ns,
-                    fuse_gain_pct: (1.0 - f.makespan_ns as f64 / opt as f64) * 100.0,
-                    collective_calls: (r.schedule.collectives, f.calls_after(&r.schedule)),
-                    peak_memory_bytes: (s_row.peak_memory_bytes, peak),
-                    note: f.note(),
-                    time_s: began.elapsed().as_secs_f64(),
-                },
-            ))
-        })?;
+        let row = fusion_row(base, s)?;
         progress.advance(
             1,
             &format!(
@@ -364,33 +314,7 @@ pub fn run(
         out.fusion.push(row.1);
     }
     for s in &families {
-        let row = one(s, |g| {
-            let began = Instant::now();
-            let p = configured(base, s, decompose, None, false)?;
-            let s_run = p.schedule(g, Vec::new())?;
-            let opt = s_run.concerto().makespan_ns();
-            let mut by_family = Vec::new();
-            for f in [Families::Split, Families::Ring, Families::All] {
-                let p = configured(base, s, decompose, Some(f), false)?;
-                by_family.push(p.decompose(g, opt)?);
-            }
-            let all = by_family.pop().expect("three");
-            Ok((
-                loses(&s_run),
-                FamiliesRow {
-                    config: s.name.to_string(),
-                    hardware: s.hardware,
-                    ops: s_run.ops,
-                    baseline_ns: baseline_ns(&s_run),
-                    optimized_ns: opt,
-                    split_ns: by_family[0].makespan_ns,
-                    ring_ns: by_family[1].makespan_ns,
-                    all_ns: all.makespan_ns,
-                    decompositions: DecompositionSummary::all(all.applied()),
-                    time_s: began.elapsed().as_secs_f64(),
-                },
-            ))
-        })?;
+        let row = families_row(base, s, decompose)?;
         progress.advance(
             1,
             &format!(
@@ -409,6 +333,107 @@ pub fn run(
     }
     progress.finish();
     Ok(out)
+}
+
+/// One row of the ablation table: program order, S and S+AD on `s` (and whether concerto
+/// lost to a baseline).
+fn ablation_row(
+    base: &Pipeline,
+    s: &Setting,
+    decompose: Decompose,
+) -> Result<(bool, AblationRow), BenchError> {
+    one(s, |g| {
+        let began = Instant::now();
+        let p = configured(base, s, decompose, None, false)?;
+        let r = p.run(g, &crate::progress::Silent)?;
+        let d = r.decomposed.as_ref().expect("decomposition is on");
+        let (base_ns, opt) = (baseline_ns(&r.schedule), r.s_ns());
+        Ok((
+            loses(&r.schedule),
+            AblationRow {
+                config: s.name.to_string(),
+                hardware: s.hardware,
+                precision: precision_name(s.parallel.precision),
+                ops: r.schedule.ops,
+                baseline_ns: base_ns,
+                best_baseline_ns: r.schedule.best_baseline_ns(),
+                optimized_ns: opt,
+                decomposed_ns: d.makespan_ns,
+                decompositions: DecompositionSummary::all(d.applied()),
+                shape: base_ns > opt && opt > d.makespan_ns,
+                time_s: began.elapsed().as_secs_f64(),
+            },
+        ))
+    })
+}
+
+/// One row of the fusion table: S and S+F on `s` (and whether concerto lost to a baseline).
+fn fusion_row(base: &Pipeline, s: &Setting) -> Result<(bool, FusionRow), BenchError> {
+    one(s, |g| {
+        let began = Instant::now();
+        let p = configured(base, s, Decompose::Off, None, true)?;
+        let r = p.run(g, &crate::progress::Silent)?;
+        let f = r.fusion.as_ref().expect("fusion is on");
+        let s_row = r.schedule.concerto();
+        let peak = if f.kept {
+            f.schedule.concerto().peak_memory_bytes
+        } else {
+            s_row.peak_memory_bytes
+        };
+        let opt = r.s_ns();
+        Ok((
+            loses(&r.schedule),
+            FusionRow {
+                config: s.name.to_string(),
+                hardware: s.hardware,
+                gpus: s.parallel.dp,
+                baseline_ns: baseline_ns(&r.schedule),
+                optimized_ns: opt,
+                fused_ns: f.makespan_ns,
+                fuse_gain_pct: (1.0 - f.makespan_ns as f64 / opt as f64) * 100.0,
+                collective_calls: (r.schedule.collectives, f.calls_after(&r.schedule)),
+                peak_memory_bytes: (s_row.peak_memory_bytes, peak),
+                note: f.note(),
+                time_s: began.elapsed().as_secs_f64(),
+            },
+        ))
+    })
+}
+
+/// One row of the families table: S, then S+AD with splits only, rings only and both, on
+/// `s` (and whether concerto lost to a baseline).
+fn families_row(
+    base: &Pipeline,
+    s: &Setting,
+    decompose: Decompose,
+) -> Result<(bool, FamiliesRow), BenchError> {
+    one(s, |g| {
+        let began = Instant::now();
+        let p = configured(base, s, decompose, None, false)?;
+        let s_run = p.schedule(g, Vec::new())?;
+        let opt = s_run.concerto().makespan_ns();
+        let mut by_family = Vec::new();
+        for f in [Families::Split, Families::Ring, Families::All] {
+            let p = configured(base, s, decompose, Some(f), false)?;
+            by_family.push(p.decompose(g, opt)?);
+        }
+        let all = by_family.pop().expect("three");
+        Ok((
+            loses(&s_run),
+            FamiliesRow {
+                config: s.name.to_string(),
+                hardware: s.hardware,
+                ops: s_run.ops,
+                baseline_ns: baseline_ns(&s_run),
+                optimized_ns: opt,
+                split_ns: by_family[0].makespan_ns,
+                ring_ns: by_family[1].makespan_ns,
+                all_ns: all.makespan_ns,
+                decompositions: DecompositionSummary::all(all.applied()),
+                time_s: began.elapsed().as_secs_f64(),
+            },
+        ))
+    })
 }
 
 /// Builds `s`'s graph and runs `f` on it, naming the setting in any error.
