@@ -185,7 +185,17 @@ impl Pareto {
 
     /// The plot as a standalone SVG (see the module docs).
     pub fn svg(&self) -> String {
-        let (w, h, left, right, top, bottom) = (720.0, 440.0, 80.0, 30.0, 40.0, 60.0);
+        let c = self.canvas();
+        let mut s = String::new();
+        self.svg_frame(&mut s, &c);
+        self.svg_front(&mut s, &c);
+        self.svg_points(&mut s, &c);
+        s.push_str("</svg>\n");
+        s
+    }
+
+    /// The plot's geometry: every point, program order and the floor within the axes.
+    fn canvas(&self) -> Canvas {
         let xs: Vec<f64> = self
             .points
             .iter()
@@ -204,10 +214,30 @@ impl Pareto {
             let pad = ((hi - lo) * 0.08).max(hi.abs() * 1e-3).max(1e-9);
             (lo - pad, hi + pad)
         };
-        let ((x0, x1), (y0, y1)) = (span(&xs), span(&ys));
-        let px = |x: f64| left + (x - x0) / (x1 - x0) * (w - left - right);
-        let py = |y: f64| h - bottom - (y - y0) / (y1 - y0) * (h - top - bottom);
-        let mut s = String::new();
+        Canvas {
+            w: 720.0,
+            h: 440.0,
+            left: 80.0,
+            right: 30.0,
+            top: 40.0,
+            bottom: 60.0,
+            x: span(&xs),
+            y: span(&ys),
+        }
+    }
+
+    /// The SVG's opening, the title, the axes with their ticks and labels, and the floor.
+    fn svg_frame(&self, s: &mut String, c: &Canvas) {
+        let Canvas {
+            w,
+            h,
+            left,
+            right,
+            top,
+            bottom,
+            x: (x0, x1),
+            y: (y0, y1),
+        } = *c;
         let _ = writeln!(
             s,
             r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif" font-size="12">"#
@@ -232,14 +262,14 @@ impl Pareto {
             let _ = writeln!(
                 s,
                 r#"<text x="{:.1}" y="{}" text-anchor="middle">{x:.2}</text>"#,
-                px(x),
+                c.px(x),
                 h - bottom + 18.0
             );
             let _ = writeln!(
                 s,
                 r#"<text x="{}" y="{:.1}" text-anchor="end">{y:.1}</text>"#,
                 left - 6.0,
-                py(y) + 4.0
+                c.py(y) + 4.0
             );
         }
         let _ = writeln!(
@@ -255,7 +285,7 @@ impl Pareto {
             (top + h - bottom) / 2.0
         );
         // The floor.
-        let fx = px(gib(self.floor_bytes));
+        let fx = c.px(gib(self.floor_bytes));
         let _ = writeln!(
             s,
             r#"<line x1="{fx:.1}" y1="{top}" x2="{fx:.1}" y2="{}" stroke="gray" stroke-dasharray="4 4"/><text x="{:.1}" y="{}" fill="gray">floor</text>"#,
@@ -263,13 +293,16 @@ impl Pareto {
             fx + 4.0,
             top + 12.0
         );
-        // The front as a staircase, by peak.
+    }
+
+    /// The front as a staircase, by peak.
+    fn svg_front(&self, s: &mut String, c: &Canvas) {
         let mut front: Vec<&ParetoPoint> = self.points.iter().filter(|p| p.on_front).collect();
         front.sort_by_key(|p| (p.peak_bytes, p.makespan_ns));
         if front.len() > 1 {
             let mut d = String::new();
             for (i, p) in front.iter().enumerate() {
-                let (x, y) = (px(gib(p.peak_bytes)), py(p.makespan_ns as f64 / 1e6));
+                let (x, y) = (c.px(gib(p.peak_bytes)), c.py(p.makespan_ns as f64 / 1e6));
                 if i == 0 {
                     let _ = write!(d, "M{x:.1},{y:.1}");
                 } else {
@@ -281,8 +314,13 @@ impl Pareto {
                 r##"<path d="{d}" stroke="#1f77b4" fill="none" stroke-width="1.5"/>"##
             );
         }
+    }
+
+    /// A circle per point (dark on the front) with its numbers as data attributes, program
+    /// order's square, and the legend.
+    fn svg_points(&self, s: &mut String, c: &Canvas) {
         for p in &self.points {
-            let (x, y) = (px(gib(p.peak_bytes)), py(p.makespan_ns as f64 / 1e6));
+            let (x, y) = (c.px(gib(p.peak_bytes)), c.py(p.makespan_ns as f64 / 1e6));
             let budget = p
                 .budget_bytes
                 .map_or("none".to_string(), |b| format!("{:.3} GiB", gib(b)));
@@ -299,8 +337,8 @@ impl Pareto {
             );
         }
         let (x, y) = (
-            px(gib(self.program_peak_bytes)),
-            py(self.program_ns as f64 / 1e6),
+            c.px(gib(self.program_peak_bytes)),
+            c.py(self.program_ns as f64 / 1e6),
         );
         let _ = writeln!(
             s,
@@ -315,11 +353,37 @@ impl Pareto {
         let _ = writeln!(
             s,
             r##"<text x="{}" y="{}" fill="#1f77b4">concerto under each budget (front: dark)</text>"##,
-            left + 10.0,
-            top + 12.0
+            c.left + 10.0,
+            c.top + 12.0
         );
-        s.push_str("</svg>\n");
-        s
+    }
+}
+
+/// The plot's geometry: the canvas and its margins (px), and the data range on each axis
+/// (GiB across, ms up).
+#[derive(Clone, Copy)]
+struct Canvas {
+    w: f64,
+    h: f64,
+    left: f64,
+    right: f64,
+    top: f64,
+    bottom: f64,
+    x: (f64, f64),
+    y: (f64, f64),
+}
+
+impl Canvas {
+    /// The horizontal position of peak `x` (GiB).
+    fn px(&self, x: f64) -> f64 {
+        self.left + (x - self.x.0) / (self.x.1 - self.x.0) * (self.w - self.left - self.right)
+    }
+
+    /// The vertical position of makespan `y` (ms).
+    fn py(&self, y: f64) -> f64 {
+        self.h
+            - self.bottom
+            - (y - self.y.0) / (self.y.1 - self.y.0) * (self.h - self.top - self.bottom)
     }
 }
 
