@@ -19,6 +19,11 @@ const UNEXPLAINED_NS: Ns = 50_000;
 /// The quantile of launch-bound ops' latencies taken as the launch latency.
 const LATENCY_QUANTILE: f64 = 0.10;
 
+/// A step's ops may run for at most this long in all, plus their latest release (ns): 2^53 ns,
+/// about 104 days, far beyond any profiled step. Below it the replay's clock (ns, in thousandths
+/// while an op runs) cannot overflow `u64`, and times stay exact in `f64`.
+const MAX_STEP_NS: u64 = 1 << 53;
+
 /// The steps of a trace: each with the GPU ops its CPU span launched.
 struct Steps<'t> {
     names: Vec<String>,
@@ -153,7 +158,10 @@ pub(super) fn build(
     for (i, g) in ops.iter().enumerate() {
         by_stream.entry(g.stream).or_default().push(i);
     }
-    let busy = |v: &[usize]| v.iter().map(|&i| ops[i].dur.max(0) as u64).sum::<u64>();
+    let busy = |v: &[usize]| {
+        v.iter()
+            .fold(0u64, |a, &i| a.saturating_add(ops[i].dur.max(0) as u64))
+    };
     let world = trace.world_size.unwrap_or(0);
     let link = if world > i64::from(options.gpus_per_node) {
         LinkClass::InterNode
@@ -302,6 +310,30 @@ pub(super) fn build(
         latencies[((latencies.len() - 1) as f64 * LATENCY_QUANTILE) as usize]
     };
 
+    // Release times, and the bound that keeps the replay's clock inside u64.
+    let release: Vec<u64> = (0..n)
+        .map(|i| {
+            if options.launch_times {
+                (lts[i] + latency - origin).max(0) as u64
+            } else {
+                0
+            }
+        })
+        .collect();
+    let total = ops
+        .iter()
+        .fold(0u64, |a, g| a.saturating_add(g.dur.max(0) as u64))
+        .saturating_add(release.iter().copied().max().unwrap_or(0));
+    if total > MAX_STEP_NS {
+        return Err(TraceError::NotATrace {
+            reason: format!(
+                "step `{}` adds up to {total} ns (its GPU ops' durations and its latest \
+                 launch), beyond 2^53 ns (104 days): no profiled step lasts that long",
+                steps.names[chosen]
+            ),
+        });
+    }
+
     // The graph, in measured start order (every dependency points forward in it).
     let shapes = ShapeIndex::new(&trace.shaped);
     let base = if trace.steps.is_empty() {
@@ -340,9 +372,7 @@ pub(super) fn build(
             compute_op(name, g, &shapes, &launch)
         };
         op.duration_ns = Some(g.dur.max(0) as u64);
-        if options.launch_times {
-            op.release_ns = (lts[i] + latency - origin).max(0) as u64;
-        }
+        op.release_ns = release[i];
         op.lane = lane;
         let inputs: Vec<(OpId, usize)> = preds[i].iter().map(|&p| (ids[p], 0)).collect();
         ids.push(b.try_add(op, &inputs)?);
@@ -494,10 +524,17 @@ fn gemm_shape(span: &Span) -> Option<(GemmShape, DType)> {
             let x = d.first()?;
             let w = d.get(1)?;
             let (&k, lead) = x.split_last()?;
-            (1, lead.iter().product(), k, *w.first()?)
+            let m = lead.iter().try_fold(1u64, |a, &x| a.checked_mul(x))?;
+            (1, m, k, *w.first()?)
         }
         _ => return None,
     };
+    // `Op::gemm` counts the operands' bytes, `b * (m*k + k*n + m*n) * size`, in u64: a
+    // recorded shape whose count overflows is no shape.
+    let elements = [m.checked_mul(k)?, k.checked_mul(n)?, m.checked_mul(n)?]
+        .into_iter()
+        .try_fold(0u64, u64::checked_add)?;
+    b.checked_mul(elements)?.checked_mul(dtype.size())?;
     let shape = GemmShape { b, m, n, k };
     (shape.flops() > 0).then_some((shape, dtype))
 }
@@ -652,6 +689,152 @@ fn infer_waits(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kineto::{import, replay};
+    use serde_json::{json, Value};
+
+    /// Imports a trace of `events`, and replays the graph when it imports: never a panic.
+    fn run(events: Value) -> Result<u64, String> {
+        let text = json!({ "traceEvents": events }).to_string();
+        let (graph, _) = import(&text, &TraceOptions::default()).map_err(|e| e.to_string())?;
+        Ok(replay(&graph).expect("an imported step replays"))
+    }
+
+    fn launch(corr: i64, ts: impl Into<Value>) -> Value {
+        let ts = ts.into();
+        json!({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
+               "tid": 1, "ts": ts, "dur": 1, "args": {"correlation": corr}})
+    }
+
+    fn kernel(name: &str, corr: i64, stream: i64, ts: impl Into<Value>, dur: f64) -> Value {
+        let ts = ts.into();
+        json!({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": stream, "ts": ts,
+               "dur": dur, "args": {"stream": stream, "correlation": corr}})
+    }
+
+    fn cpu_op(name: &str, dims: Value) -> Value {
+        json!({"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": 0,
+               "dur": 10, "args": {"Input Dims": dims}})
+    }
+
+    /// The largest `ts` in µs whose ns still fit i64 (9_223_372_036_854_775_000 ns); an
+    /// integer, as the fuzzer wrote it (a float that large is already refused by `ns`).
+    const BIG_US: i64 = 9_223_372_036_854_775;
+
+    // Inputs the fuzz target `kineto_import` (extract/fuzz) made panic with an overflow, in a
+    // debug build (a release build wrapped around silently). Each now gives a clear error or a
+    // graph that replays.
+
+    #[test]
+    fn fuzz_a_kernel_ending_beyond_i64_is_an_error() {
+        // Was: `start + dur` overflowed in `span_of`.
+        let e = run(json!([
+            launch(1, 0.0),
+            kernel("gemm", 1, 7, BIG_US, 1000.0)
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "trace event 1 (`gemm`): `ts` is 9223372036854775000 ns, beyond 2^62 ns (146 years)"
+        );
+    }
+
+    #[test]
+    fn fuzz_a_step_ending_beyond_i64_is_an_error() {
+        // Not a crash (the sum fits), but spans take the same bound as GPU ops.
+        let step = json!({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1",
+                          "pid": 1, "tid": 1, "ts": 0, "dur": BIG_US, "args": {}});
+        let e = run(json!([
+            step,
+            launch(1, 0.0),
+            kernel("gemm", 1, 7, 0.0, 1.0)
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "trace event 0 (`ProfilerStep#1`): `dur` is 9223372036854775000 ns, beyond 2^62 ns \
+             (146 years)"
+        );
+    }
+
+    #[test]
+    fn fuzz_negative_times_are_errors() {
+        // Was: `start - launch` and the span's `hi - lo` overflowed between far-apart times.
+        let e = run(json!([
+            launch(1, -BIG_US),
+            kernel("gemm", 1, 7, BIG_US / 2, 1.0)
+        ]))
+        .unwrap_err();
+        assert_eq!(
+            e,
+            "trace event 0 (`cudaLaunchKernel`): `ts` is negative (-9223372036854775000 ns)"
+        );
+        let e = run(json!([launch(1, 0.0), kernel("gemm", 1, 7, -1.5, 1.0)])).unwrap_err();
+        assert_eq!(e, "trace event 1 (`gemm`): `ts` is negative (-1500 ns)");
+    }
+
+    #[test]
+    fn fuzz_a_call_ending_beyond_i64_is_an_error() {
+        // Was: the submit time `ts + dur - typical` overflowed for a call that ran "forever".
+        let mut call = launch(1, 1000);
+        call["dur"] = json!(BIG_US);
+        let e = run(json!([call, kernel("gemm", 1, 7, 2000, 1.0)])).unwrap_err();
+        assert_eq!(
+            e,
+            "trace event 0 (`cudaLaunchKernel`): `dur` is 9223372036854775000 ns: the call ends \
+             beyond 2^62 ns"
+        );
+        // A missing or negative call duration still counts as 0.
+        let mut call = launch(1, 1000);
+        call["dur"] = json!(-5);
+        assert!(run(json!([call, kernel("gemm", 1, 7, 2000, 1.0)])).is_ok());
+    }
+
+    #[test]
+    fn fuzz_a_step_too_long_to_replay_is_an_error() {
+        // Was: a 5.6-hour kernel overflowed the replay's clock (ns in thousandths), and eight
+        // 46-day kernels overflowed the streams' busy time.
+        let e = run(json!([launch(1, 0.0), kernel("gemm", 1, 7, 1.0, 2e13)])).unwrap_err();
+        assert_eq!(
+            e,
+            "not a PyTorch profiler trace: step `whole trace` adds up to 20000000000000000 ns \
+             (its GPU ops' durations and its latest launch), beyond 2^53 ns (104 days): no \
+             profiled step lasts that long"
+        );
+        let mut events: Vec<Value> = (1..=8).map(|i| launch(i, i as f64)).collect();
+        events.extend((1..=8).map(|i| kernel("gemm", i, 7, i as f64 * 1e12, 4e15)));
+        let e = run(Value::Array(events)).unwrap_err();
+        assert!(e.contains("beyond 2^53 ns (104 days)"), "{e}");
+        // Just inside: one op of 2^53 ns replays to its measured time.
+        let edge = (1u64 << 53) as f64 / 1000.0;
+        let t = run(json!([launch(1, 0.0), kernel("gemm", 1, 7, 0.0, edge)])).unwrap();
+        assert_eq!(t, 1 << 53);
+    }
+
+    #[test]
+    fn fuzz_huge_recorded_shapes_do_not_overflow() {
+        // Was: the product of `aten::linear`'s leading dimensions overflowed, and so did the
+        // input bytes of a collective from `nccl:all_reduce`'s recorded shape.
+        let huge = 4_294_967_296u64;
+        let linear = cpu_op("aten::linear", json!([[huge, huge, 2], [16, 2]]));
+        assert_eq!(
+            run(json!([
+                linear,
+                launch(1, 1.0),
+                kernel("gemm", 1, 7, 2.0, 1.0)
+            ])),
+            Ok(1000)
+        );
+        // `Op::gemm` would overflow counting these operands' bytes: no GEMM shape then.
+        let mm = cpu_op("aten::mm", json!([[huge, huge], [huge, 2]]));
+        assert!(gemm_shape(&span("aten::mm", vec![vec![huge, huge], vec![huge, 2]])).is_none());
+        assert_eq!(
+            run(json!([mm, launch(1, 1.0), kernel("gemm", 1, 7, 2.0, 1.0)])),
+            Ok(1000)
+        );
+        let ar = cpu_op("nccl:all_reduce", json!([[huge, huge]]));
+        let k = kernel("ncclKernel_AllReduce", 1, 40, 2.0, 1.0);
+        assert_eq!(run(json!([ar, launch(1, 1.0), k])), Ok(1000));
+    }
 
     fn span(name: &str, dims: Vec<Vec<u64>>) -> Span {
         Span {
