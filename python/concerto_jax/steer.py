@@ -95,7 +95,21 @@ def h100_devices():
 
 def run_concerto(module: str, *extra: str, time_limit: float | None = None) -> dict:
     """``concerto optimize MODULE --json EXTRA...``: the JSON summary (``xla_ns``,
-    ``optimized_ns``, ``lower_bound_ns`` ...)."""
+    ``optimized_ns``, ``lower_bound_ns`` ...), from :func:`concerto.optimize` in process when
+    the engine is installed, ``CONCERTO_BIN`` is not set and it takes every option; else
+    from the binary."""
+    if not os.environ.get("CONCERTO_BIN"):
+        try:
+            import concerto
+            from concerto._args import kwargs_from_args
+        except ImportError:
+            concerto = None
+        if concerto is not None and hasattr(concerto, "optimize"):
+            kwargs = kwargs_from_args(extra)
+            if kwargs is not None:
+                if time_limit is not None:
+                    kwargs["time_limit"] = time_limit
+                return json.loads(concerto.optimize(module, **kwargs).to_json())
     cmd = [concerto_bin(), "optimize", module, "--json", *extra]
     if time_limit is not None:
         cmd += ["--time-limit", str(time_limit)]
