@@ -345,7 +345,11 @@ pub(super) fn build(
         Some(r) => format!("{base}.rank{r}"),
         None => base,
     });
-    let group = trace.world_size.filter(|&w| w >= 2).unwrap_or(2) as u32;
+    let group = trace
+        .world_size
+        .filter(|&w| w >= 2)
+        .and_then(|w| u32::try_from(w).ok())
+        .unwrap_or(2);
     if trace.world_size.is_none() && !comm_streams.is_empty() {
         warnings.push(
             "the trace has no `distributedInfo.world_size`: collectives are taken as 2-rank".into(),
