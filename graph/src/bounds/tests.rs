@@ -9,25 +9,7 @@ use std::collections::BTreeMap;
 /// gives every stream's FIFO order, and the simulation starts each op as early as those
 /// orders allow.
 fn brute_force(g: &Graph, d: &[u64]) -> u64 {
-    fn go(g: &Graph, d: &[u64], order: &mut Vec<OpId>, used: &mut Vec<bool>, best: &mut u64) {
-        if order.len() == g.len() {
-            let plan = StreamPlan::from_order(g, order).unwrap();
-            *best = (*best).min(simulate(g, &plan, d, 1.0).unwrap().makespan);
-            return;
-        }
-        for v in g.ids() {
-            if !used[v.0] && g.predecessors(v).iter().all(|p| used[p.0]) {
-                used[v.0] = true;
-                order.push(v);
-                go(g, d, order, used, best);
-                order.pop();
-                used[v.0] = false;
-            }
-        }
-    }
-    let mut best = u64::MAX;
-    go(g, d, &mut Vec::new(), &mut vec![false; g.len()], &mut best);
-    best
+    brute_force_contended(g, d, 1.0)
 }
 
 /// The same optimum, faster: the permutations are walked with each op's start computed as it

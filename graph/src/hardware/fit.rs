@@ -69,16 +69,10 @@ pub struct Fit {
     pub contention: Option<f64>,
 }
 
-/// The file format's name of a compute class.
+/// The file format's name of a compute class (the native JSON format's: `gemm`, `attention`,
+/// `elementwise`, `reduction`, `norm`, `other`).
 pub fn class_name(class: ComputeClass) -> &'static str {
-    match class {
-        ComputeClass::Gemm => "gemm",
-        ComputeClass::Attention => "attention",
-        ComputeClass::Elementwise => "elementwise",
-        ComputeClass::Reduction => "reduction",
-        ComputeClass::Norm => "norm",
-        ComputeClass::Other => "other",
-    }
+    crate::fingerprint::class_name(class)
 }
 
 /// Every compute class, in the per-class arrays' order.
