@@ -95,6 +95,19 @@ pub struct Imported {
     pub trace: Option<TraceReport>,
 }
 
+impl Imported {
+    /// A graph that came with nothing else (no warnings, no schedule, no trace): one built in
+    /// memory or read from a native JSON text.
+    pub fn from_graph(graph: Graph) -> Imported {
+        Imported {
+            graph,
+            warnings: Vec::new(),
+            schedule: None,
+            trace: None,
+        }
+    }
+}
+
 /// What a non-HLO file holds.
 enum Json {
     Trace(Graph, Box<TraceReport>),

@@ -57,8 +57,8 @@ impl Fnv1a {
     }
 }
 
-/// The JSON format's name of a compute class.
-fn class_name(class: ComputeClass) -> &'static str {
+/// The JSON format's name of a compute class (also the hardware fit file's).
+pub(crate) fn class_name(class: ComputeClass) -> &'static str {
     match class {
         ComputeClass::Gemm => "gemm",
         ComputeClass::Attention => "attention",

@@ -175,7 +175,7 @@
 //! SM-based copy on 16 CTAs (NCCL runs one CTA per channel, 16 to 32 channels on NVLink H100
 //! nodes) moved 1.33 TB/s on another stream; 2 CTAs gave 1.12 / 1.29, 32 CTAs 2.05 / 1.96, a
 //! copy-engine transfer 1.02 / 1.05 (an H200 the same day: 16 CTAs 1.43 / 1.46).
-//! `docs/fidelity.md` (section 2) has the method and the data. Still assumed: that real NCCL
+//! `docs/src/fidelity.md` (section 2) has the method and the data. Still assumed: that real NCCL
 //! collectives over NVLink interfere like a local copy
 //! on as many CTAs, and one factor for every kernel.
 //!

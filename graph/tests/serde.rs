@@ -129,9 +129,9 @@ fn hardware_profiles_round_trip_by_name_and_settings() {
         assert_eq!(back, hw);
     }
     let e =
-        serde_json::from_str::<Hardware>(r#"{"name":"v100","gpus_per_node":8,"contention":1.1}"#)
+        serde_json::from_str::<Hardware>(r#"{"name":"tpu-v5","gpus_per_node":8,"contention":1.1}"#)
             .unwrap_err();
-    assert!(e.to_string().contains("v100"), "{e}");
+    assert!(e.to_string().contains("tpu-v5"), "{e}");
     let e =
         serde_json::from_str::<Hardware>(r#"{"name":"h100","gpus_per_node":8,"contention":0.5}"#)
             .unwrap_err();

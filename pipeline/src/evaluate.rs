@@ -23,7 +23,8 @@ pub struct Evaluation {
 }
 
 /// Validates `plan` against `graph` and simulates it with `hardware`'s durations and
-/// contention, and computes the graph's bounds ([`concerto_graph::bounds::bounds`]). Cost: one
+/// contention, and computes the graph's bounds at that contention
+/// ([`concerto_graph::bounds::bounds_contended`]). Cost: one
 /// simulation, O((ops + deps) log ops), plus the bounds'.
 pub fn evaluate(
     graph: &Graph,
@@ -33,7 +34,7 @@ pub fn evaluate(
     plan.validate(graph)?;
     let durations = hardware.durations(graph);
     let timeline = simulate(graph, plan, &durations, hardware.contention)?;
-    let bounds = concerto_graph::bounds::bounds(graph, &durations);
+    let bounds = concerto_graph::bounds::bounds_contended(graph, &durations, hardware.contention);
     let best = bounds.best();
     Ok(Evaluation {
         makespan_ns: timeline.makespan,

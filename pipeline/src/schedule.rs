@@ -53,7 +53,7 @@ mod report;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use concerto_graph::bounds::bounds;
+use concerto_graph::bounds::bounds_contended;
 use concerto_graph::list::{self, ListConfig};
 use concerto_graph::lower::{lower, schedule_of};
 use concerto_graph::{
@@ -297,10 +297,12 @@ impl<'a> Step<'a> {
 
     /// Stage 2, the bounds: the graph's proven lower bounds on every plan's simulated
     /// makespan ([`concerto_graph::bounds`]; the solver's joins them after the windows).
-    /// Under a memory budget below the proven peak floor no order can keep it: the step fails
-    /// here, before any search, naming the baselines' peaks.
+    /// With contention the contended bound joins the others: every gap is against a bound on
+    /// the makespan the simulator measures, at every contention. Under a memory budget below
+    /// the proven peak floor no order can keep it: the step fails here, before any search,
+    /// naming the baselines' peaks.
     fn bounds(&self, baselines: &[Scheduled]) -> Result<Vec<BoundValue>, PipelineError> {
-        let all = bounds(self.graph, &self.durations)
+        let all = bounds_contended(self.graph, &self.durations, self.contention)
             .all
             .iter()
             .map(|b| BoundValue {

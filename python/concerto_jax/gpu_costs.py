@@ -6,7 +6,7 @@ Usage (no GPU needed; python3 and a concerto binary)::
         --module docs/fidelity-data/step.opt.hlo.gz \\
         --measured docs/fidelity-data/step_kernels.json \\
         --concerto target/release/concerto [--hardware h100] [--hbm-tbps 4.8] \\
-        [--doc docs/fidelity.md] [--json docs/fidelity-data/compute_costs.json]
+        [--doc docs/src/fidelity.md] [--json docs/fidelity-data/compute_costs.json]
 
 Inputs: the optimised module (``*after_optimizations.txt``, plain or ``.gz``) and the
 per-instruction kernel times that ``concerto_jax.gpu_measure step`` measured on a GPU (the

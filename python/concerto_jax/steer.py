@@ -8,7 +8,7 @@ Usage (the interpreter of ``scripts/pyenv-xla-gpu``; a built ``concerto`` binary
     # one step of concerto_jax.compile_gpu (dp|tp|fsdp|mix|moe, same step options)
     PYTHONPATH=python $py -m concerto_jax.steer --parallel tp --gemm cublas --out DIR \\
         [--layers 4 --d-model 1024 ...]
-    # every module of compile_gpu's corpus: the table of docs/xla-steering.md
+    # every module of compile_gpu's corpus: the table of docs/src/xla-steering.md
     PYTHONPATH=python $py -m concerto_jax.steer --corpus --out DIR [--only NAME ...]
 
 From Python, for a jitted step and abstract arguments sharded over compile-only H100 devices
@@ -46,7 +46,7 @@ What :func:`optimize` does, deviceless (XLA's CUDA compiler for 8 H100s, as
 Scheduling groups (``_scheduling_group_id``) and control dependencies are not used: from JAX the
 group attribute reaches only the async collectives (not the fusions whose order the plan
 changes), and a control dependency needs the HLO before XLA's scheduler, which jaxlib's compile
-(StableHLO only) does not take; see docs/xla-steering.md for what was measured.
+(StableHLO only) does not take; see docs/src/xla-steering.md for what was measured.
 """
 
 from __future__ import annotations
@@ -95,7 +95,21 @@ def h100_devices():
 
 def run_concerto(module: str, *extra: str, time_limit: float | None = None) -> dict:
     """``concerto optimize MODULE --json EXTRA...``: the JSON summary (``xla_ns``,
-    ``optimized_ns``, ``lower_bound_ns`` ...)."""
+    ``optimized_ns``, ``lower_bound_ns`` ...), from :func:`concerto.optimize` in process when
+    the engine is installed, ``CONCERTO_BIN`` is not set and it takes every option; else
+    from the binary."""
+    if not os.environ.get("CONCERTO_BIN"):
+        try:
+            import concerto
+            from concerto._args import kwargs_from_args
+        except ImportError:
+            concerto = None
+        if concerto is not None and hasattr(concerto, "optimize"):
+            kwargs = kwargs_from_args(extra)
+            if kwargs is not None:
+                if time_limit is not None:
+                    kwargs["time_limit"] = time_limit
+                return json.loads(concerto.optimize(module, **kwargs).to_json())
     cmd = [concerto_bin(), "optimize", module, "--json", *extra]
     if time_limit is not None:
         cmd += ["--time-limit", str(time_limit)]
@@ -349,7 +363,7 @@ def build(argv: list[str]):
 
 
 def table(results: list[dict], out: str | None = None) -> str:
-    """The markdown table of docs/xla-steering.md (with ``out``, the directory of the runs,
+    """The markdown table of docs/src/xla-steering.md (with ``out``, the directory of the runs,
     the later kernels by kind, :func:`later_by_kind`)."""
     head = ("| module | ops | coll. | xla | xla-pgle | xla-steered | concerto | bound | "
             "steered recovers | overlaps as plan (xla / pgle / steered) | "

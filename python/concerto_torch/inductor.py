@@ -2,9 +2,12 @@
 
 :class:`ConcertoPass` runs on Inductor's post-grad graph (aten ops, functional collectives
 and their ``wait_tensor``, ``meta["val"]`` on every node): it writes the graph in Concerto's
-format (:mod:`concerto_torch.export`), runs ``concerto optimize GRAPH --plan PLAN`` (the binary
-from ``CONCERTO_BIN``, default ``~/.cache/concerto-target/release/concerto``), and puts the
-graph in the plan's order (:func:`concerto_torch.reorder.reorder_graph`). A plan given to the
+format (:mod:`concerto_torch.export`), asks Concerto's engine for a plan in process
+(:func:`concerto.optimize`, from ``pip install ./python``; the GIL is released while it
+solves), and puts the graph in the plan's order (:func:`concerto_torch.reorder.reorder_graph`).
+With ``CONCERTO_BIN`` set, a ``binary`` given, or options the engine does not take, it runs
+``concerto optimize GRAPH --plan PLAN`` instead (the binary from ``CONCERTO_BIN``, default
+``~/.cache/concerto-target/release/concerto``). A plan given to the
 constructor is applied as is instead (its op names must be the post-grad graph's).
 
 :func:`inductor_config` is the ``torch._inductor.config.patch`` that installs the pass and
@@ -37,8 +40,33 @@ def concerto_bin() -> str:
         "~/.cache/concerto-target/release/concerto")
 
 
+#: How the last :func:`optimize` ran: ``"engine"`` (in process) or ``"cli"``.
+LAST_BACKEND: str | None = None
+
+
+def engine():
+    """The in-process engine (:mod:`concerto`), or ``None`` when it is not installed."""
+    try:
+        import concerto
+    except ImportError:
+        return None
+    return concerto if hasattr(concerto, "optimize") else None
+
+
 def optimize(record: dict, args=("--work-limit", "500"), binary: str | None = None) -> dict:
-    """Concerto's plan for a graph record: ``concerto optimize GRAPH --plan PLAN ARGS``."""
+    """Concerto's plan for a graph record: :func:`concerto.optimize` in process, or
+    ``concerto optimize GRAPH --plan PLAN ARGS`` with ``binary``, ``CONCERTO_BIN`` or options
+    the engine does not take (see the module docs)."""
+    global LAST_BACKEND
+    eng = engine()
+    if binary is None and not os.environ.get("CONCERTO_BIN") and eng is not None:
+        from concerto._args import kwargs_from_args
+
+        kwargs = kwargs_from_args(args)
+        if kwargs is not None:
+            LAST_BACKEND = "engine"
+            return eng.optimize(record, **kwargs).plan
+    LAST_BACKEND = "cli"
     with tempfile.TemporaryDirectory() as d:
         g, p = os.path.join(d, "graph.json"), os.path.join(d, "plan.json")
         with open(g, "w") as f:
@@ -76,7 +104,7 @@ class ConcertoPass(CustomGraphPass):
 
     def uuid(self):
         # None: Inductor's FX graph cache is bypassed, so the pass always runs (its plan
-        # comes from an external binary the cache key cannot see).
+        # comes from the engine or a binary the cache key cannot see).
         return None
 
 

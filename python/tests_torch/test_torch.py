@@ -3,10 +3,12 @@ group (DP, Megatron TP, FSDP-style; 8 ranks), written as Concerto's graph JSON, 
 ``concerto optimize``, and the plan applied back to the FX graph and inside ``torch.compile``.
 
 Run from the repository root:
-``PYTHONPATH=python $(scripts/pyenv-torch | tail -n1) -m unittest discover -s python/tests_torch``.
-Nothing is skipped: torch comes from the venv ``scripts/pyenv-torch`` makes, and the concerto
-binary from ``CONCERTO_BIN`` (default ``~/.cache/concerto-target/release/concerto``); without
-either the suite fails.
+``$(scripts/pyenv-torch | tail -n1) -m unittest discover -s python/tests_torch`` after
+``scripts/pyenv-wheel`` installed the package (engine included) into that venv; without it the
+adapters come from ``python/`` and the Inductor pass runs the binary. Nothing is skipped: torch
+comes from the venv ``scripts/pyenv-torch`` makes, and the concerto binary (for the command
+line steps) from ``CONCERTO_BIN`` (default ``~/.cache/concerto-target/release/concerto``);
+without either the suite fails.
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PYTHON = os.path.dirname(HERE)
-sys.path.insert(0, PYTHON)
+try:
+    import concerto_torch  # noqa: F401  (the installed package, with the engine)
+except ImportError:
+    sys.path.insert(0, PYTHON)
 
 import torch  # noqa: E402
 import torch.fx as fx  # noqa: E402
@@ -230,6 +235,12 @@ class Inductor(unittest.TestCase):
         with torch._inductor.config.patch(inductor_config(p)):
             out, code = run_and_get_code(torch.compile(gm, fullgraph=True), *step.args)
         self.assertEqual(len(p.applied), 1)
+        # The test command installs the wheel here and sets no CONCERTO_BIN: the pass ran the
+        # engine in process, not the binary.
+        import concerto_torch.inductor as ind
+
+        if not os.environ.get("CONCERTO_BIN"):
+            self.assertEqual(ind.LAST_BACKEND, "engine")
         applied = p.applied[0]
         self.assertEqual(
             sum(1 for o in applied["graph"]["ops"] if o["kind"]["type"] == "collective"), 12)

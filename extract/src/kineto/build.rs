@@ -19,6 +19,11 @@ const UNEXPLAINED_NS: Ns = 50_000;
 /// The quantile of launch-bound ops' latencies taken as the launch latency.
 const LATENCY_QUANTILE: f64 = 0.10;
 
+/// A step's ops may run for at most this long in all, plus their latest release (ns): 2^53 ns,
+/// about 104 days, far beyond any profiled step. Below it the replay's clock (ns, in thousandths
+/// while an op runs) cannot overflow `u64`, and times stay exact in `f64`.
+const MAX_STEP_NS: u64 = 1 << 53;
+
 /// The steps of a trace: each with the GPU ops its CPU span launched.
 struct Steps<'t> {
     names: Vec<String>,
@@ -153,7 +158,10 @@ pub(super) fn build(
     for (i, g) in ops.iter().enumerate() {
         by_stream.entry(g.stream).or_default().push(i);
     }
-    let busy = |v: &[usize]| v.iter().map(|&i| ops[i].dur.max(0) as u64).sum::<u64>();
+    let busy = |v: &[usize]| {
+        v.iter()
+            .fold(0u64, |a, &i| a.saturating_add(ops[i].dur.max(0) as u64))
+    };
     let world = trace.world_size.unwrap_or(0);
     let link = if world > i64::from(options.gpus_per_node) {
         LinkClass::InterNode
@@ -302,6 +310,30 @@ pub(super) fn build(
         latencies[((latencies.len() - 1) as f64 * LATENCY_QUANTILE) as usize]
     };
 
+    // Release times, and the bound that keeps the replay's clock inside u64.
+    let release: Vec<u64> = (0..n)
+        .map(|i| {
+            if options.launch_times {
+                (lts[i] + latency - origin).max(0) as u64
+            } else {
+                0
+            }
+        })
+        .collect();
+    let total = ops
+        .iter()
+        .fold(0u64, |a, g| a.saturating_add(g.dur.max(0) as u64))
+        .saturating_add(release.iter().copied().max().unwrap_or(0));
+    if total > MAX_STEP_NS {
+        return Err(TraceError::NotATrace {
+            reason: format!(
+                "step `{}` adds up to {total} ns (its GPU ops' durations and its latest \
+                 launch), beyond 2^53 ns (104 days): no profiled step lasts that long",
+                steps.names[chosen]
+            ),
+        });
+    }
+
     // The graph, in measured start order (every dependency points forward in it).
     let shapes = ShapeIndex::new(&trace.shaped);
     let base = if trace.steps.is_empty() {
@@ -313,7 +345,11 @@ pub(super) fn build(
         Some(r) => format!("{base}.rank{r}"),
         None => base,
     });
-    let group = trace.world_size.filter(|&w| w >= 2).unwrap_or(2) as u32;
+    let group = trace
+        .world_size
+        .filter(|&w| w >= 2)
+        .and_then(|w| u32::try_from(w).ok())
+        .unwrap_or(2);
     if trace.world_size.is_none() && !comm_streams.is_empty() {
         warnings.push(
             "the trace has no `distributedInfo.world_size`: collectives are taken as 2-rank".into(),
@@ -340,9 +376,7 @@ pub(super) fn build(
             compute_op(name, g, &shapes, &launch)
         };
         op.duration_ns = Some(g.dur.max(0) as u64);
-        if options.launch_times {
-            op.release_ns = (lts[i] + latency - origin).max(0) as u64;
-        }
+        op.release_ns = release[i];
         op.lane = lane;
         let inputs: Vec<(OpId, usize)> = preds[i].iter().map(|&p| (ids[p], 0)).collect();
         ids.push(b.try_add(op, &inputs)?);
@@ -494,10 +528,17 @@ fn gemm_shape(span: &Span) -> Option<(GemmShape, DType)> {
             let x = d.first()?;
             let w = d.get(1)?;
             let (&k, lead) = x.split_last()?;
-            (1, lead.iter().product(), k, *w.first()?)
+            let m = lead.iter().try_fold(1u64, |a, &x| a.checked_mul(x))?;
+            (1, m, k, *w.first()?)
         }
         _ => return None,
     };
+    // `Op::gemm` counts the operands' bytes, `b * (m*k + k*n + m*n) * size`, in u64: a
+    // recorded shape whose count overflows is no shape.
+    let elements = [m.checked_mul(k)?, k.checked_mul(n)?, m.checked_mul(n)?]
+        .into_iter()
+        .try_fold(0u64, u64::checked_add)?;
+    b.checked_mul(elements)?.checked_mul(dtype.size())?;
     let shape = GemmShape { b, m, n, k };
     (shape.flops() > 0).then_some((shape, dtype))
 }
@@ -650,40 +691,5 @@ fn infer_waits(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn span(name: &str, dims: Vec<Vec<u64>>) -> Span {
-        Span {
-            name: name.into(),
-            ts: 0,
-            dur: 1,
-            thread: ("1".into(), "1".into()),
-            dims: Some(dims),
-            types: vec!["c10::BFloat16".into()],
-        }
-    }
-
-    #[test]
-    fn recorded_matrix_multiplies_give_gemm_shapes() {
-        let (s, t) = gemm_shape(&span("aten::mm", vec![vec![64, 32], vec![32, 16]])).unwrap();
-        assert_eq!((s.b, s.m, s.k, s.n), (1, 64, 32, 16));
-        assert_eq!(t, DType::Bf16);
-        let (s, _) = gemm_shape(&span(
-            "aten::addmm",
-            vec![vec![16], vec![64, 32], vec![32, 16]],
-        ))
-        .unwrap();
-        assert_eq!((s.m, s.k, s.n), (64, 32, 16));
-        let (s, _) = gemm_shape(&span("aten::bmm", vec![vec![4, 8, 2], vec![4, 2, 3]])).unwrap();
-        assert_eq!((s.b, s.m, s.k, s.n), (4, 8, 2, 3));
-        let (s, _) = gemm_shape(&span(
-            "aten::linear",
-            vec![vec![2, 8, 32], vec![16, 32], vec![16]],
-        ))
-        .unwrap();
-        assert_eq!((s.m, s.k, s.n), (16, 32, 16));
-        assert!(gemm_shape(&span("aten::mm", vec![vec![64]])).is_none());
-        assert!(gemm_shape(&span("aten::relu", vec![vec![64, 2]])).is_none());
-    }
-}
+#[path = "build_tests.rs"]
+mod tests;

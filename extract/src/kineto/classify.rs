@@ -146,7 +146,10 @@ pub(super) fn collective_of(
             return None;
         }
         let t = s.types.first().map_or(DType::F32, |t| dtype_of(t));
-        let input = dims.iter().product::<u64>().saturating_mul(t.size());
+        let input = dims
+            .iter()
+            .fold(1u64, |a, &x| a.saturating_mul(x))
+            .saturating_mul(t.size());
         Some(match kind {
             CollectiveKind::AllGather => input.saturating_mul(u64::from(group)),
             CollectiveKind::ReduceScatter => input / u64::from(group.max(1)),

@@ -122,6 +122,52 @@ fn need<T>(index: usize, name: &str, field: &str, v: Option<T>) -> Result<T, Tra
     })
 }
 
+/// Times and durations the importer takes are below this (ns): 2^62 ns, about 146 years.
+/// Kineto writes microseconds since the epoch or a base time (about 2^60.6 ns in 2025), never
+/// negative; with every `ts` and every call's end in `[0, 2^62)` and every duration within
+/// `±2^62`, the sums and differences the builder takes stay inside `i64`.
+pub(super) const MAX_NS: Ns = 1 << 62;
+
+/// The event's `ts` in ns, or an error naming the event: a number in `[0, MAX_NS)`.
+fn time(index: usize, name: &str, e: &Map<String, Value>) -> Result<Ns, TraceError> {
+    let t = need(index, name, "ts", e.get("ts").and_then(ns))?;
+    let reason = if t < 0 {
+        format!("`ts` is negative ({t} ns)")
+    } else if t >= MAX_NS {
+        format!("`ts` is {t} ns, beyond 2^62 ns (146 years)")
+    } else {
+        return Ok(t);
+    };
+    Err(TraceError::Event {
+        index,
+        name: name.to_string(),
+        reason,
+    })
+}
+
+/// The event's `dur` in ns, or an error naming the event: a number below `MAX_NS` in
+/// magnitude, and not negative for a GPU op (`negative`: whether a negative one is taken).
+fn duration(
+    index: usize,
+    name: &str,
+    e: &Map<String, Value>,
+    negative: bool,
+) -> Result<Ns, TraceError> {
+    let d = need(index, name, "dur", e.get("dur").and_then(ns))?;
+    let reason = if d < 0 && !negative {
+        format!("negative duration {d} ns")
+    } else if d.checked_abs().is_none_or(|a| a >= MAX_NS) {
+        format!("`dur` is {d} ns, beyond 2^62 ns (146 years)")
+    } else {
+        return Ok(d);
+    };
+    Err(TraceError::Event {
+        index,
+        name: name.to_string(),
+        reason,
+    })
+}
+
 impl Trace {
     /// Reads the events of a parsed trace (see the module docs of [`super`]).
     pub(super) fn from_value(root: &Value) -> Result<Trace, TraceError> {
@@ -185,15 +231,8 @@ impl Trace {
                 _ => None,
             };
             if let Some(category) = category {
-                let start = need(index, name, "ts", e.get("ts").and_then(ns))?;
-                let dur = need(index, name, "dur", e.get("dur").and_then(ns))?;
-                if dur < 0 {
-                    return Err(TraceError::Event {
-                        index,
-                        name: name.to_string(),
-                        reason: format!("negative duration {dur} ns"),
-                    });
-                }
+                let start = time(index, name, e)?;
+                let dur = duration(index, name, e, false)?;
                 t.gpu.push(GpuOp {
                     name: name.to_string(),
                     category,
@@ -216,10 +255,21 @@ impl Trace {
                     let Some(correlation) = int(args.get("correlation")) else {
                         continue;
                     };
+                    let ts = time(index, name, e)?;
+                    // The call's end can be its submit time (`build`): it too stays below
+                    // `MAX_NS`.
+                    let dur = e.get("dur").and_then(ns).unwrap_or(0).max(0);
+                    if dur >= MAX_NS - ts {
+                        return Err(TraceError::Event {
+                            index,
+                            name: name.to_string(),
+                            reason: format!("`dur` is {dur} ns: the call ends beyond 2^62 ns"),
+                        });
+                    }
                     t.calls.push(Call {
                         name: name.to_string(),
-                        ts: need(index, name, "ts", e.get("ts").and_then(ns))?,
-                        dur: e.get("dur").and_then(ns).unwrap_or(0).max(0),
+                        ts,
+                        dur,
                         thread: (id(e.get("pid")), id(e.get("tid"))),
                         correlation,
                     });
@@ -247,8 +297,9 @@ impl Trace {
                     }
                     let span = Span {
                         name: name.to_string(),
-                        ts: need(index, name, "ts", e.get("ts").and_then(ns))?,
-                        dur: need(index, name, "dur", e.get("dur").and_then(ns))?,
+                        ts: time(index, name, e)?,
+                        // A span's negative duration is kept (it contains no launch).
+                        dur: duration(index, name, e, true)?,
                         thread: (id(e.get("pid")), id(e.get("tid"))),
                         dims,
                         types: match args.get("Input type") {

@@ -1,4 +1,5 @@
-//! Proven lower bounds on the contention-free makespan of every stream plan of a graph.
+//! Proven lower bounds on the makespan of every stream plan of a graph: contention-free
+//! ([`bounds`]), and with contention ([`bounds_contended`]).
 //!
 //! Each op runs on one stream, one op at a time per stream, after all its inputs and no earlier
 //! than its release time ([`crate::Op::release_ns`], which seeds every head below); contention
@@ -33,13 +34,21 @@
 //!   real modules) and lower bounds elsewhere, see [`horizons`]: O((n + e) k / 64 + e s) time
 //!   for k collectives and s streams, O(n s) memory.
 //!
-//! [`bounds`] computes them all and [`Bounds::best`] says which binds.
+//! - **contended** ([`bounds_contended`], with contention `c > 1` only): a compute stream's
+//!   work plus `(1 - 1/c)` times the collectives that must run inside its window, plus the
+//!   window's head and tail: what the slowdown costs a compute-bound step (proof in
+//!   `contended.rs`). It bounds the contended simulated makespan, not the contention-free
+//!   one. O(256 n) per compute stream.
+//!
+//! [`bounds`] computes all but the contended one, [`bounds_contended`] all, and
+//! [`Bounds::best`] says which binds.
 //!
 //! Not computed separately: Carlier's non-preemptive subset bound `max over J of min_J r +
 //! sum_J d + min_J q` equals Jackson's preemptive value (Carlier 1982), so each Jackson bound
 //! above is it; and on streams of thousands of short ops preemption loses almost nothing, so
 //! edge finding over the same heads and tails has little to add.
 
+mod contended;
 mod energy;
 mod jackson;
 #[cfg(test)]
@@ -72,10 +81,14 @@ pub enum BoundKind {
     Jackson,
     /// Jackson's preemptive schedule of one stream, with energy heads and tails.
     EnergyJackson,
+    /// A compute stream's work plus the slowdown the collectives that must run beside it
+    /// cost it ([`bounds_contended`]; only with contention).
+    Contended,
 }
 
 impl BoundKind {
-    /// `critical-path`, `busiest-stream`, `precedence-energy`, `jackson` or `energy-jackson`.
+    /// `critical-path`, `busiest-stream`, `precedence-energy`, `jackson`, `energy-jackson` or
+    /// `contended`.
     pub fn as_str(self) -> &'static str {
         match self {
             BoundKind::CriticalPath => "critical-path",
@@ -83,6 +96,7 @@ impl BoundKind {
             BoundKind::PrecedenceEnergy => "precedence-energy",
             BoundKind::Jackson => "jackson",
             BoundKind::EnergyJackson => "energy-jackson",
+            BoundKind::Contended => "contended",
         }
     }
 }
@@ -268,8 +282,21 @@ pub fn bounds(graph: &Graph, durations: &[u64]) -> Bounds {
     bounds_with_budget(graph, durations, ENERGY_WORK_BUDGET)
 }
 
+/// [`bounds`] and, with `contention > 1` (compute slowed that many times while a collective
+/// runs, as the simulator does), the contended bound ([`BoundKind::Contended`]; see the module
+/// docs), with longest-path and energy heads and tails: a bound on the *contended* simulated
+/// makespan of every plan. Cost: [`bounds`] plus O(256 n) per compute stream.
+pub fn bounds_contended(graph: &Graph, durations: &[u64], contention: f64) -> Bounds {
+    bounds_with(graph, durations, ENERGY_WORK_BUDGET, contention)
+}
+
 /// [`bounds`] with the energy sums' work budget `budget` (tests degrade it).
 fn bounds_with_budget(graph: &Graph, durations: &[u64], budget: u64) -> Bounds {
+    bounds_with(graph, durations, budget, 1.0)
+}
+
+/// [`bounds_contended`] with the energy sums' work budget `budget`.
+fn bounds_with(graph: &Graph, durations: &[u64], budget: u64, contention: f64) -> Bounds {
     let d = fitted(graph, durations);
     let dag = Dag::new(graph);
     let (head, tail) = dag.longest_paths(&d);
@@ -326,6 +353,15 @@ fn bounds_with_budget(graph: &Graph, durations: &[u64], budget: u64) -> Bounds {
             kind: BoundKind::EnergyJackson,
             value_ns,
             stream: Some(s),
+        });
+    }
+    let plain = contended::contended(&dag, &d, &head, &tail, contention);
+    let energy = contended::contended(&dag, &d, &h.head, &h.tail, contention);
+    if let Some((value_ns, s)) = plain.into_iter().chain(energy).max() {
+        all.push(Bound {
+            kind: BoundKind::Contended,
+            value_ns,
+            stream: Some(dag.streams[s]),
         });
     }
     Bounds { all }

@@ -9,25 +9,7 @@ use std::collections::BTreeMap;
 /// gives every stream's FIFO order, and the simulation starts each op as early as those
 /// orders allow.
 fn brute_force(g: &Graph, d: &[u64]) -> u64 {
-    fn go(g: &Graph, d: &[u64], order: &mut Vec<OpId>, used: &mut Vec<bool>, best: &mut u64) {
-        if order.len() == g.len() {
-            let plan = StreamPlan::from_order(g, order).unwrap();
-            *best = (*best).min(simulate(g, &plan, d, 1.0).unwrap().makespan);
-            return;
-        }
-        for v in g.ids() {
-            if !used[v.0] && g.predecessors(v).iter().all(|p| used[p.0]) {
-                used[v.0] = true;
-                order.push(v);
-                go(g, d, order, used, best);
-                order.pop();
-                used[v.0] = false;
-            }
-        }
-    }
-    let mut best = u64::MAX;
-    go(g, d, &mut Vec::new(), &mut vec![false; g.len()], &mut best);
-    best
+    brute_force_contended(g, d, 1.0)
 }
 
 /// The same optimum, faster: the permutations are walked with each op's start computed as it
@@ -458,4 +440,108 @@ fn energy_tails_see_gemms_wait_for_their_all_reduces() {
     assert_eq!(value(BoundKind::PrecedenceEnergy), 10);
     assert_eq!(value(BoundKind::EnergyJackson), 16);
     assert_eq!(horizons(&g, &d).tail[..2], [4, 4]);
+}
+
+/// [`brute_force`] with the simulator's contention: the best contended makespan over every
+/// plan (every topological order's FIFO orders).
+fn brute_force_contended(g: &Graph, d: &[u64], contention: f64) -> u64 {
+    fn go(
+        g: &Graph,
+        d: &[u64],
+        c: f64,
+        order: &mut Vec<OpId>,
+        used: &mut Vec<bool>,
+        best: &mut u64,
+    ) {
+        if order.len() == g.len() {
+            let plan = StreamPlan::from_order(g, order).unwrap();
+            *best = (*best).min(simulate(g, &plan, d, c).unwrap().makespan);
+            return;
+        }
+        for v in g.ids() {
+            if !used[v.0] && g.predecessors(v).iter().all(|p| used[p.0]) {
+                used[v.0] = true;
+                order.push(v);
+                go(g, d, c, order, used, best);
+                order.pop();
+                used[v.0] = false;
+            }
+        }
+    }
+    let mut best = u64::MAX;
+    go(
+        g,
+        d,
+        contention,
+        &mut Vec::new(),
+        &mut vec![false; g.len()],
+        &mut best,
+    );
+    best
+}
+
+#[test]
+fn contended_bounds_are_at_most_the_contended_brute_force_optimum() {
+    let mut binding = 0;
+    for seed in 0..160 {
+        for (g, d) in [
+            random_graph(seed, 3 + (seed % 4) as usize),
+            random_step(seed, 3 + (seed % 4) as usize, 2, 30),
+        ] {
+            for c in [1.1, 1.45, 2.0, 3.0] {
+                let opt = brute_force_contended(&g, &d, c);
+                let b = bounds_contended(&g, &d, c);
+                for x in &b.all {
+                    assert!(
+                        x.value_ns <= opt,
+                        "seed {seed} x{c}: {} {} > contended optimum {opt}",
+                        x.kind,
+                        x.value_ns
+                    );
+                }
+                // Never below the contention-free bounds, which also hold.
+                assert!(b.value_ns() >= bounds(&g, &d).value_ns());
+                if b.best().kind == BoundKind::Contended && b.value_ns() > bounds(&g, &d).value_ns()
+                {
+                    binding += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        binding > 50,
+        "the contended bound binds in {binding} cases only"
+    );
+}
+
+#[test]
+fn the_contended_bound_is_tight_on_a_compute_bound_step() {
+    // Five 20 ns GEMMs in a chain and one independent 50 ns all-reduce: at contention 2 the
+    // all-reduce costs the chain at least 25 ns wherever it runs (beside the GEMMs they go at
+    // half speed; alone it adds its 50 ns). Optimum 125: the bound is tight.
+    let mut b = GraphBuilder::new("bound");
+    let mut prev: Option<OpId> = None;
+    for i in 0..5 {
+        let inputs: Vec<OpId> = prev.into_iter().collect();
+        prev = Some(b.add(
+            Op::compute(format!("g{i}"), ComputeClass::Gemm, 1, 1),
+            &inputs,
+        ));
+    }
+    b.add(
+        Op::collective("ar", CollectiveKind::AllReduce, 8, 8, LinkClass::IntraNode),
+        &[],
+    );
+    let g = b.finish();
+    let d = [20, 20, 20, 20, 20, 50];
+    let opt = brute_force_contended(&g, &d, 2.0);
+    assert_eq!(opt, 125);
+    let bc = bounds_contended(&g, &d, 2.0);
+    assert_eq!((bc.best().kind, bc.value_ns()), (BoundKind::Contended, 125));
+    assert_eq!(bounds(&g, &d).value_ns(), 100);
+    // Without contention it adds nothing.
+    assert!(bounds_contended(&g, &d, 1.0)
+        .all
+        .iter()
+        .all(|x| x.kind != BoundKind::Contended));
 }

@@ -20,7 +20,7 @@ const DEFAULT_CONTENTION: f64 = 1.1;
 /// `PARTS=contention`) a bf16 GEMM (`torch.mm`, 8192³ and 4096³) ran 1.448 and 1.458 times
 /// slower beside an SM-based copy on 16 CTAs (an NCCL-like transfer of 1.33 TB/s) on another
 /// stream; 1.45 is the mean. The full run of the same day on an H200 gave 1.427 and 1.461.
-/// `docs/fidelity.md` (section 2) has the method, every transfer (2 to 32 CTAs: 1.12-2.05;
+/// `docs/src/fidelity.md` (section 2) has the method, every transfer (2 to 32 CTAs: 1.12-2.05;
 /// copy engine: 1.02-1.06) and the raw data.
 const H100_CONTENTION: f64 = 1.45;
 
@@ -75,7 +75,7 @@ pub struct Hardware {
     /// bandwidth is shared by this many GPUs.
     pub gpus_per_node: u32,
     /// How many times slower compute ops run while a collective runs (>= 1; the simulator
-    /// applies it). `h100`: 1.45, measured on a GPU (`docs/fidelity.md`); `a800` and
+    /// applies it). `h100`: 1.45, measured on a GPU (`docs/src/fidelity.md`); `a800` and
     /// `a800-pcie`: 1.1, an assumption. See the module docs.
     pub contention: f64,
     description: &'static str,

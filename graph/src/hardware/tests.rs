@@ -487,7 +487,7 @@ fn names_and_settings_are_checked() {
         let e = Hardware::a800().with_contention(bad).unwrap_err();
         assert!(matches!(e, GraphError::InvalidModel { .. }), "{bad}");
     }
-    // Measured (docs/fidelity.md, section 2); the a800 profiles keep the assumed 1.1.
+    // Measured (docs/src/fidelity.md, section 2); the a800 profiles keep the assumed 1.1.
     assert_eq!(Hardware::h100().contention, 1.45);
     assert_eq!(Hardware::a800().contention, 1.1);
     assert_eq!(Hardware::a800_pcie().contention, 1.1);

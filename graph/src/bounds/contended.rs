@@ -1,0 +1,107 @@
+//! The contended bound: a compute stream's work plus what the collectives that must run beside
+//! it cost it.
+//!
+//! While some collective runs, compute progresses `1/c` times as fast ([`crate::simulate`]).
+//! Take one compute stream with work `W` (at full speed) and a window `[r, T - q]` that all of
+//! its ops `J` lie in (`r` their smallest head, `q` their smallest tail). Let `C` be the time
+//! inside the window during which some collective runs, `O` the part of it during which the
+//! stream also computes. The stream is busy `W + O (1 - 1/c)` (the work done while slowed
+//! takes `c` times as long), and outside its busy time the collectives still take `C - O`;
+//! so `T - q - r >= W + O (1 - 1/c) + C - O = W + C - O / c >= W + (1 - 1/c) C`, since
+//! `O <= C`. Any collective whose head is at least `r` and whose tail is at least `q` runs
+//! inside the window, and collectives of one channel never overlap, so `C` is at least each
+//! channel's total duration of such collectives. Hence
+//!
+//! `T >= r + q + W + (1 - 1/c) max_channel sum_{x on it, head(x) >= r, tail(x) >= q} d(x)`.
+//!
+//! With `r = q = 0` every collective counts (`W + (1 - 1/c) * busiest channel`); larger
+//! windows trade collectives for heads and tails. Each compute stream is tried with `J` = its
+//! ops whose head is at least a threshold, for up to [`THRESHOLDS`] thresholds (every distinct
+//! head below that count, evenly spaced ones above). `1/c` is the simulator's own discrete
+//! rate (`round(1000 / c) / 1000`), and the product is rounded down, so the bound holds for
+//! simulated makespans exactly. Without contention (`c = 1`) it is the Jackson argument's
+//! `r + W + q` and adds nothing. Cost: O(THRESHOLDS * n) per compute stream.
+
+use super::Dag;
+
+/// Most head thresholds tried per compute stream.
+pub(super) const THRESHOLDS: usize = 256;
+
+/// Work units per ns at full speed (the simulator's).
+const UNITS: u64 = 1000;
+
+/// The contended bound (see the module docs) over every compute stream, with `head` and `tail`
+/// (any valid heads and tails: longest paths or energy ones) and the contention factor
+/// `contention`; `None` without a compute stream or a collective, or at `contention = 1`.
+pub(super) fn contended(
+    dag: &Dag,
+    durations: &[u64],
+    head: &[u64],
+    tail: &[u64],
+    contention: f64,
+) -> Option<(u64, usize)> {
+    if !(contention.is_finite() && contention > 1.0) {
+        return None;
+    }
+    let slowed = ((UNITS as f64 / contention).round() as u64).clamp(1, UNITS);
+    let lost = UNITS - slowed;
+    if lost == 0 {
+        return None;
+    }
+    let streams = dag.streams.len();
+    let comm: Vec<usize> = (0..dag.n).filter(|&v| dag.is_target(v)).collect();
+    if comm.is_empty() {
+        return None;
+    }
+    let by_stream = dag.by_stream();
+    let mut best: Option<(u64, usize)> = None;
+    let mut load = vec![0u64; streams];
+    for (s, ops) in by_stream.iter().enumerate() {
+        if ops.is_empty() || dag.streams[s].is_comm() {
+            continue;
+        }
+        let mut sorted = ops.clone();
+        sorted.sort_unstable_by_key(|&v| (head[v], v));
+        // Suffix sums of work and suffix minima of tails, by head.
+        let n = sorted.len();
+        let mut work = vec![0u64; n + 1];
+        let mut least_tail = vec![u64::MAX; n + 1];
+        for k in (0..n).rev() {
+            let v = sorted[k];
+            work[k] = work[k + 1].saturating_add(durations[v]);
+            least_tail[k] = least_tail[k + 1].min(tail[v]);
+        }
+        let mut starts: Vec<usize> = (0..n)
+            .filter(|&k| k == 0 || head[sorted[k]] != head[sorted[k - 1]])
+            .collect();
+        if starts.len() > THRESHOLDS {
+            let step = starts.len() as f64 / THRESHOLDS as f64;
+            starts = (0..THRESHOLDS)
+                .map(|i| starts[(i as f64 * step) as usize])
+                .collect();
+        }
+        // The window without heads and tails: every collective.
+        let mut windows: Vec<(u64, u64, u64)> = vec![(0, 0, work[0])];
+        windows.extend(
+            starts
+                .iter()
+                .map(|&k| (head[sorted[k]], least_tail[k], work[k])),
+        );
+        for (r, q, w) in windows {
+            load.iter_mut().for_each(|x| *x = 0);
+            for &x in &comm {
+                if head[x] >= r && tail[x] >= q {
+                    let c = dag.stream[x];
+                    load[c] = load[c].saturating_add(durations[x]);
+                }
+            }
+            let c = load.iter().copied().max().unwrap_or(0);
+            let extra = (u128::from(c) * u128::from(lost) / u128::from(UNITS)) as u64;
+            let value = r.saturating_add(q).saturating_add(w).saturating_add(extra);
+            if best.is_none_or(|(b, _)| value > b) {
+                best = Some((value, s));
+            }
+        }
+    }
+    best
+}
