@@ -183,7 +183,7 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
         replay_error_pct: trace
             .as_ref()
             .zip(replay)
-            .map(|(t, r)| error_pct(r, t.measured_step_ns)),
+            .map(|(t, r)| concerto_extract::kineto::error_pct(r, t.measured_step_ns)),
         warnings: match (&report, &trace) {
             (Some(r), _) => r.warnings.clone(),
             (None, Some(t)) => t.warnings.clone(),
@@ -259,14 +259,6 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// `100 (x - reference) / reference`, rounded to 0.01.
-fn error_pct(x: u64, reference: u64) -> f64 {
-    if reference == 0 {
-        return 0.0;
-    }
-    ((x as f64 - reference as f64) / reference as f64 * 1e4).round() / 100.0
-}
-
 /// The trace's lines of the summary.
 fn print_trace(t: &concerto_extract::kineto::TraceReport, replay: u64) {
     println!(
@@ -295,7 +287,7 @@ fn print_trace(t: &concerto_extract::kineto::TraceReport, replay: u64) {
         "replay        {:.3} ms: the recorded order simulated with the measured durations and \
          launch times ({:+.2} %)",
         replay as f64 / 1e6,
-        error_pct(replay, t.measured_step_ns)
+        concerto_extract::kineto::error_pct(replay, t.measured_step_ns)
     );
     let streams: Vec<String> = t
         .streams

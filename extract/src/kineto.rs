@@ -256,10 +256,24 @@ pub fn looks_like_trace(text: &str) -> bool {
 /// already contain it). Its makespan, against [`TraceReport::measured_step_ns`], is the
 /// replay error. O(ops * streams).
 pub fn replay(graph: &Graph) -> Result<u64, GraphError> {
+    Ok(replay_timeline(graph)?.makespan)
+}
+
+/// The timeline of [`replay`]: every op's replayed start and end.
+pub fn replay_timeline(graph: &Graph) -> Result<concerto_graph::Timeline, GraphError> {
     let plan = StreamPlan::program_order(graph)?;
     let durations: Vec<u64> = graph
         .ops()
         .map(|op| op.duration_ns.unwrap_or(0).max(1))
         .collect();
-    Ok(simulate(graph, &plan, &durations, 1.0)?.makespan)
+    simulate(graph, &plan, &durations, 1.0)
+}
+
+/// `100 (x - reference) / reference`, rounded to 0.01 (0 for a zero reference): the error
+/// of a replay or a model against a measurement, as every trace report prints it.
+pub fn error_pct(x: u64, reference: u64) -> f64 {
+    if reference == 0 {
+        return 0.0;
+    }
+    ((x as f64 - reference as f64) / reference as f64 * 1e4).round() / 100.0
 }

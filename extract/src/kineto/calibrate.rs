@@ -150,7 +150,7 @@ pub fn calibrate(
                 ops: v.len(),
                 measured_ns: m,
                 model_ns: p,
-                error_pct: pct(p, m),
+                error_pct: super::error_pct(p, m),
                 median_ratio: median(v.iter().map(|&(a, b)| b as f64 / a.max(1) as f64).collect()),
             }
         })
@@ -234,13 +234,6 @@ fn ratio(v: &[(u64, u64)]) -> f64 {
     let m: u64 = v.iter().map(|x| x.0).sum();
     let p: u64 = v.iter().map(|x| x.1).sum();
     m as f64 / p.max(1) as f64
-}
-
-fn pct(x: u64, reference: u64) -> f64 {
-    if reference == 0 {
-        return 0.0;
-    }
-    ((x as f64 - reference as f64) / reference as f64 * 1e4).round() / 100.0
 }
 
 /// The ring's terms for a collective: (latency steps, bytes through the ring).

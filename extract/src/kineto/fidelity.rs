@@ -2,10 +2,9 @@
 //! replay's error against the measured step, the largest shift of one op, and what the step
 //! would take without its CPU launch times (the GPU alone).
 
-use concerto_graph::{simulate, GraphError, StreamPlan};
 use serde::Serialize;
 
-use super::{import, TraceError, TraceOptions};
+use super::{error_pct, import, replay_timeline, TraceError, TraceOptions};
 
 /// One step replayed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -37,13 +36,6 @@ pub struct Fidelity {
     pub median: usize,
 }
 
-fn pct(x: u64, reference: u64) -> f64 {
-    if reference == 0 {
-        return 0.0;
-    }
-    ((x as f64 - reference as f64) / reference as f64 * 1e4).round() / 100.0
-}
-
 fn replay_of(
     step: Option<u64>,
     text: &str,
@@ -52,12 +44,7 @@ fn replay_of(
     let mut o = options.clone();
     o.step = step;
     let (graph, report) = import(text, &o)?;
-    let plan = StreamPlan::program_order(&graph)?;
-    let d: Vec<u64> = graph
-        .ops()
-        .map(|op| op.duration_ns.unwrap_or(0).max(1))
-        .collect();
-    let t = simulate(&graph, &plan, &d, 1.0)?;
+    let t = replay_timeline(&graph)?;
     let (max_shift_ns, max_shift_op) = graph
         .ids()
         .map(|v| {
@@ -70,15 +57,13 @@ fn replay_of(
         .unwrap_or((0, String::new()));
     o.launch_times = false;
     let (bare, _) = import(text, &o)?;
-    let gpu_only = simulate(&bare, &StreamPlan::program_order(&bare)?, &d, 1.0)
-        .map_err(|e: GraphError| TraceError::Graph(e))?
-        .makespan;
+    let gpu_only = replay_timeline(&bare)?.makespan;
     Ok(StepFidelity {
         step: report.step,
         ops: graph.len(),
         measured_ns: report.measured_step_ns,
         replay_ns: t.makespan,
-        error_pct: pct(t.makespan, report.measured_step_ns),
+        error_pct: error_pct(t.makespan, report.measured_step_ns),
         max_shift_ns,
         max_shift_op,
         gpu_only_ns: gpu_only,
