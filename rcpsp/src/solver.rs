@@ -283,6 +283,11 @@ impl Clock {
     pub fn elapsed(&self) -> Duration {
         self.start.elapsed()
     }
+
+    /// The whole time limit, from the start to the deadline (`None` without a deadline).
+    pub fn limit(&self) -> Option<Duration> {
+        self.deadline.map(|d| d.saturating_duration_since(self.start))
+    }
 }
 
 /// Why a solve stopped without a proof.
