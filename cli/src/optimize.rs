@@ -122,6 +122,7 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         samples: args.samples,
     });
     let bar = progress::bar(args.json);
+    let imported = started.elapsed();
     let r = pipeline
         .run(&graph, bar.as_ref())
         .with_context(|| format!("optimizing {}", args.graph.display()))?;
@@ -333,11 +334,20 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+    let costed = if s.contention > 1.0 {
+        format!(
+            "{} ms with its last start's simulated durations, {} pass{}",
+            ms(s.solver_makespan_ns),
+            s.window_passes,
+            if s.window_passes == 1 { "" } else { "es" }
+        )
+    } else {
+        format!("contention-free {} ms", ms(s.solver_makespan_ns))
+    };
     println!(
-        "solver       {}: {} (contention-free {} ms from a {} ms start ({}), {} work); its plan simulates to {} ms; concerto's plan: {}",
+        "solver       {}: {} ({costed} from a {} ms start ({}), {} work); its plan simulates to {} ms; concerto's plan: {}",
         s.solver,
         s.solver_status,
-        ms(s.solver_makespan_ns),
         ms(s.start_makespan_ns),
         s.start,
         s.work,
@@ -365,7 +375,20 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
     if let Some(line) = &emitted {
         println!("{line}");
     }
-    println!("time         {:.2} s", started.elapsed().as_secs_f64());
+    let stages: Vec<String> = std::iter::once(("import".to_string(), imported))
+        .chain(s.stages.iter().cloned())
+        .map(|(name, t)| format!("{name} {:.2}", t.as_secs_f64()))
+        .collect();
+    println!(
+        "time         {:.2} s ({}{})",
+        started.elapsed().as_secs_f64(),
+        stages.join(", "),
+        if r.decomposed.is_some() || r.fusion.is_some() || r.noise.is_some() {
+            "; the S step's stages"
+        } else {
+            ""
+        }
+    );
     Ok(())
 }
 

@@ -100,19 +100,28 @@ pub fn schedule(
     config: &ScheduleConfig,
 ) -> Result<Optimized, PipelineError> {
     let mut step = Step::new(graph, hardware, config)?;
+    let mut stages = Stages::new(step.began);
+    stages.lap("costs");
     let mut results = step.baselines()?;
+    stages.lap("baselines");
     let mut bounds = step.bounds(&results)?;
+    stages.lap("bounds");
     let lowered = lower(graph, &step.durations)?;
+    stages.lap("lowering");
     let portfolio = step.portfolio(&mut results)?;
+    stages.lap("portfolio");
     let hints = step.hints()?;
     let start = step.start(&portfolio, &hints)?;
+    stages.lap("start");
     let windows = step.windows(solver, &lowered.problem, &start)?;
+    stages.lap("windows");
     bounds.push(BoundValue {
         kind: "solver".into(),
-        value_ns: windows.outcome.lower_bound.max(0) as u64,
+        value_ns: windows.bound,
         stream: None,
     });
     let choice = step.choice(&results, &portfolio, &hints, windows.plan)?;
+    stages.lap("choice");
     results.push(choice.concerto);
     let binding = bounds
         .iter()
@@ -134,14 +143,38 @@ pub fn schedule(
         solver_status: windows.outcome.status,
         solver: windows.outcome.solver,
         work: windows.work,
+        window_passes: windows.passes,
         start_makespan_ns: start.makespan_ns,
         start: start.name,
         portfolio: portfolio.makespans,
         memory_budget_bytes: step.budget,
         peak_lower_bound_bytes: step.peak_floor,
         time: step.began.elapsed(),
+        stages: stages.laps,
         durations: step.durations,
     })
+}
+
+/// Where a step's time went: each stage's wall time, in order.
+struct Stages {
+    last: Instant,
+    laps: Vec<(String, Duration)>,
+}
+
+impl Stages {
+    fn new(began: Instant) -> Self {
+        Self {
+            last: began,
+            laps: Vec::new(),
+        }
+    }
+
+    /// Ends the stage `name` now.
+    fn lap(&mut self, name: &str) {
+        let now = Instant::now();
+        self.laps.push((name.to_string(), now - self.last));
+        self.last = now;
+    }
 }
 
 /// One run of the S step: what every stage reads (the graph, its costs, the budget and the
@@ -178,9 +211,9 @@ struct Portfolio {
 
 /// The plan the windows start from.
 struct Start {
-    /// Its contention-free makespan (ns).
+    /// Its simulated makespan (ns), with contention.
     makespan_ns: u64,
-    /// Its contention-free timeline.
+    /// Its simulated timeline, with contention.
     timeline: Timeline,
     /// The portfolio rule it comes from, `repaired-<rule>`, or `hint`.
     name: String,
@@ -188,14 +221,38 @@ struct Start {
 
 /// What the windows stage found.
 struct Windows {
-    /// The last run of the odd-even driver (its status, bound and solver name).
+    /// The last run of the odd-even driver (its status and solver name).
     outcome: Outcome,
     /// Solver work over every run of the driver.
     work: u64,
-    /// The windows' schedule's (contention-free) makespan, by the checker.
+    /// The windows' schedule's makespan with the durations they solved (by the checker):
+    /// contention-free at contention 1, else those of the last pass's start.
     makespan_ns: u64,
     /// The windows' schedule as a plan, simulated with contention.
     plan: Scheduled,
+    /// A proven lower bound on every plan's makespan from the RCPSP side: the driver's at
+    /// contention 1, else the contention-free problem's ([`rcpsp_bound`]; a bound with
+    /// durations taken from one plan's timeline bounds nothing).
+    bound: u64,
+    /// Passes of the windows (see [`Step::windows`]).
+    passes: u32,
+}
+
+/// Most passes of the windows under contention (see [`Step::windows`]).
+const MAX_PASSES: u32 = 6;
+
+/// The lower bound the odd-even driver computes on `problem`: energetic reasoning up to
+/// [`concerto_rcpsp::bounds::ENERGETIC_MAX_ACTIVITIES`] activities, else the critical path or
+/// the energy bound.
+fn rcpsp_bound(problem: &Problem) -> u64 {
+    let b = if problem.len() <= concerto_rcpsp::bounds::ENERGETIC_MAX_ACTIVITIES {
+        concerto_rcpsp::lower_bound(problem).value
+    } else {
+        concerto_rcpsp::bounds::critical_path(problem)
+            .value
+            .max(concerto_rcpsp::bounds::energy(problem).value)
+    };
+    b.max(0) as u64
 }
 
 /// What the choice stage kept.
@@ -438,8 +495,8 @@ impl<'a> Step<'a> {
     }
 
     /// The windows' start: of concerto's own plans (the portfolio's, the hints, the repaired
-    /// ones; the baselines are not starts), the one with the shortest contention-free
-    /// timeline. Under a memory budget, only plans within it (by the checker, on their
+    /// ones; the baselines are not starts), the one with the shortest simulated timeline, with
+    /// contention. Under a memory budget, only plans within it (by the checker, on their
     /// simulated timeline) are starts, unless none is.
     fn start(&self, portfolio: &Portfolio, hints: &[Scheduled]) -> Result<Start, PipelineError> {
         let mut own: Vec<(&StreamPlan, String, bool)> = Vec::new();
@@ -467,7 +524,7 @@ impl<'a> Step<'a> {
             if any_fits && !fits {
                 continue;
             }
-            let t = simulate(self.graph, plan, &self.durations, 1.0)?;
+            let t = simulate(self.graph, plan, &self.durations, self.contention)?;
             if start.as_ref().is_none_or(|s| t.makespan < s.makespan_ns) {
                 start = Some(Start {
                     makespan_ns: t.makespan,
@@ -479,23 +536,30 @@ impl<'a> Step<'a> {
         Ok(start.expect("the portfolio always returns a plan"))
     }
 
-    /// Stage 4, the windows: the odd-even driver around `solver` on the lowered `problem`,
-    /// from `start`, escalating: when it has converged with more than half its budget left,
-    /// it runs again from its result with blocks twice as large (up to
-    /// [`ScheduleConfig::max_block`]). Under a memory budget each pass is admitted only if
-    /// its plan keeps the budget ([`WithinBudget`]). The result passes the checker and is
-    /// simulated with contention as a plan.
+    /// Stage 4, the windows: the odd-even driver around `solver` from `start`, escalating:
+    /// when it has converged with more than half its budget left, it runs again from its
+    /// result with blocks twice as large (up to [`ScheduleConfig::max_block`]). Under a
+    /// memory budget each pass is admitted only if its plan keeps the budget
+    /// ([`WithinBudget`]). The result passes the checker and is simulated with contention as a
+    /// plan.
+    ///
+    /// At contention 1 the driver solves `free`, the contention-free lowering. Under
+    /// contention it optimises what the simulator measures by an iterated approximation
+    /// checked by simulation: each pass lowers the graph with every op's duration as it ran
+    /// in the pass's start (its simulated timeline, slowdowns included; that timeline is then
+    /// a schedule of the problem with the same makespan), solves it from there, and simulates
+    /// the result's plan with contention. While a pass shortens the simulated makespan and
+    /// time is left, the next pass starts from its plan (at most [`MAX_PASSES`]); the
+    /// shortest simulated plan is the windows' result. Cost per pass: a lowering and a
+    /// simulation, O((ops + deps) log ops), and the driver's budget.
     fn windows(
         &self,
         solver: Arc<dyn Solver>,
-        problem: &Problem,
+        free: &Problem,
         start: &Start,
     ) -> Result<Windows, PipelineError> {
         let config = self.config;
-        let initial = schedule_of(&start.timeline);
-        check(problem, &initial).map_err(|v| GraphError::InvalidPlan {
-            reason: format!("a list schedule's timeline is not a valid schedule: {v}"),
-        })?;
+        let contended = self.contention > 1.0;
         let mut driver = OddEven::new(Box::new(Shared(solver)), config.oddeven.clone());
         if let Some(b) = self.budget {
             driver = driver.with_admission(Arc::new(WithinBudget {
@@ -505,11 +569,97 @@ impl<'a> Step<'a> {
                 budget: b,
             }));
         }
+        let mut work = 0u64;
+        let mut passes = 0u32;
+        let mut timeline = start.timeline.clone();
+        let mut best: Option<(Scheduled, u64, Outcome)> = None;
+        loop {
+            let effective;
+            let problem = if contended {
+                let d: Vec<u64> = (0..self.graph.len())
+                    .map(|v| timeline.end[v] - timeline.start[v])
+                    .collect();
+                effective = lower(self.graph, &d)?.problem;
+                &effective
+            } else {
+                free
+            };
+            let initial = schedule_of(&timeline);
+            check(problem, &initial).map_err(|v| GraphError::InvalidPlan {
+                reason: format!("a plan's simulated timeline is not a valid schedule: {v}"),
+            })?;
+            let (outcome, spent) = self.escalate(&mut driver, problem, initial, work)?;
+            work = work.saturating_add(spent);
+            passes += 1;
+            let schedule = outcome
+                .schedule
+                .clone()
+                .ok_or_else(|| GraphError::InvalidPlan {
+                    reason: format!("the solver returned no schedule ({})", outcome.status),
+                })?;
+            let makespan = check(problem, &schedule).map_err(|v| GraphError::InvalidPlan {
+                reason: format!("the solver's schedule fails the checker: {v}"),
+            })?;
+            let starts: Vec<u64> = schedule.starts().iter().map(|&s| s as u64).collect();
+            let plan = self.simulated(
+                Scheduler::Concerto,
+                StreamPlan::from_starts(self.graph, &starts)?,
+            )?;
+            let shorter = plan.makespan_ns() < timeline.makespan;
+            let kept = best
+                .as_ref()
+                .is_none_or(|(b, _, _)| plan.makespan_ns() < b.makespan_ns());
+            let next = plan.timeline.clone();
+            if kept {
+                best = Some((plan, makespan as u64, outcome));
+            }
+            if !contended
+                || !shorter
+                || passes >= MAX_PASSES
+                || self.past(1.0)
+                || config.work_limit.is_some_and(|w| work >= w)
+            {
+                break;
+            }
+            timeline = next;
+        }
+        let (plan, makespan_ns, mut outcome) = best.expect("the windows ran at least once");
+        let bound = if contended {
+            // Optimal for durations taken from one plan's timeline says nothing of the
+            // contended problem.
+            if outcome.status == Status::Optimal {
+                outcome.status = Status::Feasible(concerto_rcpsp::StopReason::Exhausted);
+            }
+            rcpsp_bound(free)
+        } else {
+            outcome.lower_bound.max(0) as u64
+        };
+        Ok(Windows {
+            outcome,
+            work,
+            makespan_ns,
+            plan,
+            bound,
+            passes,
+        })
+    }
+
+    /// One pass of the windows: the odd-even `driver` on `problem` from `initial`, run again
+    /// with blocks twice as large while it converges with more than half of the pass's budget
+    /// left (time, or under a work budget the work left after `work_before`). Returns the
+    /// last run's outcome and the work of every run.
+    fn escalate(
+        &self,
+        driver: &mut OddEven,
+        problem: &Problem,
+        initial: concerto_rcpsp::Schedule,
+        work_before: u64,
+    ) -> Result<(Outcome, u64), PipelineError> {
+        let config = self.config;
         let deadline = config.time_limit.map(|t| self.began + t);
         let mut best = initial;
         let mut work = 0u64;
-        let mut outcome;
-        let windows_began = self.began.elapsed();
+        let pass_began = self.began.elapsed();
         loop {
             // The driver may finish the windows in flight, rebuild its state and verify its
             // result past its limit (measured: up to 0.35 s on 40k ops): it gets two window
@@ -523,16 +673,17 @@ impl<'a> Step<'a> {
                     .saturating_sub(self.reserve + margin)
                     .max(Duration::from_millis(1))
             });
+            let spent = work_before.saturating_add(work);
             let limits = Limits {
                 time_limit: left,
-                work_limit: config.work_limit.map(|w| w.saturating_sub(work).max(1)),
+                work_limit: config.work_limit.map(|w| w.saturating_sub(spent).max(1)),
                 seed: config.seed,
                 threads: config.threads,
                 initial: Some(best.clone()),
                 ..Limits::default()
             };
             let report = driver.run(problem, &limits)?;
-            outcome = report.outcome;
+            let outcome = report.outcome;
             work = work.saturating_add(outcome.work);
             best = outcome
                 .schedule
@@ -543,9 +694,9 @@ impl<'a> Step<'a> {
             let spent_half = match config.work_limit {
                 // Under a work budget the wall clock decides nothing (unless the safety-net
                 // time limit ran out, which the status says).
-                Some(w) => work.saturating_mul(2) >= w,
+                Some(w) => (work_before + work).saturating_mul(2) >= w.saturating_add(work_before),
                 None => config.time_limit.is_some_and(|t| {
-                    (self.began.elapsed() - windows_began) * 2 >= t.saturating_sub(windows_began)
+                    (self.began.elapsed() - pass_began) * 2 >= t.saturating_sub(pass_began)
                 }),
             };
             if spent_half
@@ -554,24 +705,10 @@ impl<'a> Step<'a> {
                 || driver.config.block >= config.max_block
                 || driver.config.block >= self.graph.len()
             {
-                break;
+                return Ok((outcome, work));
             }
             driver.config.block = (driver.config.block * 2).min(config.max_block);
         }
-        let makespan = check(problem, &best).map_err(|v| GraphError::InvalidPlan {
-            reason: format!("the solver's schedule fails the checker: {v}"),
-        })?;
-        let starts: Vec<u64> = best.starts().iter().map(|&s| s as u64).collect();
-        let plan = self.simulated(
-            Scheduler::Concerto,
-            StreamPlan::from_starts(self.graph, &starts)?,
-        )?;
-        Ok(Windows {
-            outcome,
-            work,
-            makespan_ns: makespan as u64,
-            plan,
-        })
     }
 
     /// Stage 5, the choice. The search's result: the windows' plan, or the best portfolio

@@ -8,19 +8,24 @@
 //! stream also computes. The stream is busy `W + O (1 - 1/c)` (the work done while slowed
 //! takes `c` times as long), and outside its busy time the collectives still take `C - O`;
 //! so `T - q - r >= W + O (1 - 1/c) + C - O = W + C - O / c >= W + (1 - 1/c) C`, since
-//! `O <= C`. Any collective whose head is at least `r` and whose tail is at least `q` runs
-//! inside the window, and collectives of one channel never overlap, so `C` is at least each
-//! channel's total duration of such collectives. Hence
+//! `O <= C`. Collectives run at full speed and those of one channel never overlap, so `C` is
+//! at least each channel's work inside the window: its total work, less what can run before
+//! `r` (at most `r`, and at most `min(d(x), r - head(x))` of each collective `x` with a head
+//! below `r`) and what can run after `T - q` (at most `q`, and at most
+//! `min(d(x), q - tail(x))` of each `x` with a tail below `q`). Hence
 //!
-//! `T >= r + q + W + (1 - 1/c) max_channel sum_{x on it, head(x) >= r, tail(x) >= q} d(x)`.
+//! `T >= r + q + W + (1 - 1/c) max_channel (total - min(r, before) - min(q, after))`.
 //!
 //! With `r = q = 0` every collective counts (`W + (1 - 1/c) * busiest channel`); larger
-//! windows trade collectives for heads and tails. Each compute stream is tried with `J` = its
-//! ops whose head is at least a threshold, for up to [`THRESHOLDS`] thresholds (every distinct
-//! head below that count, evenly spaced ones above). `1/c` is the simulator's own discrete
-//! rate (`round(1000 / c) / 1000`), and the product is rounded down, so the bound holds for
-//! simulated makespans exactly. Without contention (`c = 1`) it is the Jackson argument's
-//! `r + W + q` and adds nothing. Cost: O(THRESHOLDS * n) per compute stream.
+//! windows trade collectives for heads and tails (a collective free to run at any time, such
+//! as a ZeRO-3 all-gather, still counts beyond what the channel can do before `r`). Each
+//! compute stream is tried with `J` = its ops whose head is at least a threshold (for up to
+//! [`THRESHOLDS`] thresholds: every distinct head below that count, evenly spaced ones above),
+//! and with `J` = its ops whose tail is at least a threshold (the same way). `1/c` is the
+//! simulator's own discrete rate (`round(1000 / c) / 1000`), and the product is rounded down,
+//! so the bound holds for simulated makespans exactly. Without contention (`c = 1`) it is the
+//! Jackson argument's `r + W + q` and adds nothing. Cost: O(THRESHOLDS * (n + collectives))
+//! per compute stream.
 
 use super::Dag;
 
@@ -55,47 +60,52 @@ pub(super) fn contended(
     }
     let by_stream = dag.by_stream();
     let mut best: Option<(u64, usize)> = None;
-    let mut load = vec![0u64; streams];
+    let (mut total, mut before, mut after) = (
+        vec![0u64; streams],
+        vec![0u64; streams],
+        vec![0u64; streams],
+    );
     for (s, ops) in by_stream.iter().enumerate() {
         if ops.is_empty() || dag.streams[s].is_comm() {
             continue;
         }
-        let mut sorted = ops.clone();
-        sorted.sort_unstable_by_key(|&v| (head[v], v));
-        // Suffix sums of work and suffix minima of tails, by head.
-        let n = sorted.len();
-        let mut work = vec![0u64; n + 1];
-        let mut least_tail = vec![u64::MAX; n + 1];
-        for k in (0..n).rev() {
-            let v = sorted[k];
-            work[k] = work[k + 1].saturating_add(durations[v]);
-            least_tail[k] = least_tail[k + 1].min(tail[v]);
-        }
-        let mut starts: Vec<usize> = (0..n)
-            .filter(|&k| k == 0 || head[sorted[k]] != head[sorted[k - 1]])
-            .collect();
-        if starts.len() > THRESHOLDS {
-            let step = starts.len() as f64 / THRESHOLDS as f64;
-            starts = (0..THRESHOLDS)
-                .map(|i| starts[(i as f64 * step) as usize])
-                .collect();
-        }
-        // The window without heads and tails: every collective.
-        let mut windows: Vec<(u64, u64, u64)> = vec![(0, 0, work[0])];
+        // Windows from head thresholds (J: ops with a head at least r; q their least tail),
+        // then from tail thresholds (J: ops with a tail at least q; r their least head).
+        let mut windows: Vec<(u64, u64, u64)> = vec![(
+            0,
+            0,
+            ops.iter()
+                .map(|&v| durations[v])
+                .fold(0u64, u64::saturating_add),
+        )];
+        windows.extend(thresholds(ops, durations, head, tail));
         windows.extend(
-            starts
-                .iter()
-                .map(|&k| (head[sorted[k]], least_tail[k], work[k])),
+            thresholds(ops, durations, tail, head)
+                .into_iter()
+                .map(|(q, r, w)| (r, q, w)),
         );
         for (r, q, w) in windows {
-            load.iter_mut().for_each(|x| *x = 0);
+            total.iter_mut().for_each(|x| *x = 0);
+            before.iter_mut().for_each(|x| *x = 0);
+            after.iter_mut().for_each(|x| *x = 0);
             for &x in &comm {
-                if head[x] >= r && tail[x] >= q {
-                    let c = dag.stream[x];
-                    load[c] = load[c].saturating_add(durations[x]);
+                let k = dag.stream[x];
+                total[k] = total[k].saturating_add(durations[x]);
+                if head[x] < r {
+                    before[k] = before[k].saturating_add(durations[x].min(r - head[x]));
+                }
+                if tail[x] < q {
+                    after[k] = after[k].saturating_add(durations[x].min(q - tail[x]));
                 }
             }
-            let c = load.iter().copied().max().unwrap_or(0);
+            let c = (0..streams)
+                .map(|k| {
+                    total[k]
+                        .saturating_sub(before[k].min(r))
+                        .saturating_sub(after[k].min(q))
+                })
+                .max()
+                .unwrap_or(0);
             let extra = (u128::from(c) * u128::from(lost) / u128::from(UNITS)) as u64;
             let value = r.saturating_add(q).saturating_add(w).saturating_add(extra);
             if best.is_none_or(|(b, _)| value > b) {
@@ -104,4 +114,41 @@ pub(super) fn contended(
         }
     }
     best
+}
+
+/// The windows of one compute stream's ops `ops` by thresholds on `key` (heads, or tails):
+/// `(threshold, least other, work)` for `J` = the ops whose `key` is at least the threshold,
+/// `least other` the smallest `other` (tails, or heads) over `J` and `work` their durations'
+/// sum; up to [`THRESHOLDS`] thresholds (every distinct value below that count, evenly spaced
+/// ones above). O(n log n).
+fn thresholds(
+    ops: &[usize],
+    durations: &[u64],
+    key: &[u64],
+    other: &[u64],
+) -> Vec<(u64, u64, u64)> {
+    let mut sorted = ops.to_vec();
+    sorted.sort_unstable_by_key(|&v| (key[v], v));
+    // Suffix sums of work and suffix minima of `other`, by `key`.
+    let n = sorted.len();
+    let mut work = vec![0u64; n + 1];
+    let mut least = vec![u64::MAX; n + 1];
+    for k in (0..n).rev() {
+        let v = sorted[k];
+        work[k] = work[k + 1].saturating_add(durations[v]);
+        least[k] = least[k + 1].min(other[v]);
+    }
+    let mut starts: Vec<usize> = (0..n)
+        .filter(|&k| k == 0 || key[sorted[k]] != key[sorted[k - 1]])
+        .collect();
+    if starts.len() > THRESHOLDS {
+        let step = starts.len() as f64 / THRESHOLDS as f64;
+        starts = (0..THRESHOLDS)
+            .map(|i| starts[(i as f64 * step) as usize])
+            .collect();
+    }
+    starts
+        .into_iter()
+        .map(|k| (key[sorted[k]], least[k], work[k]))
+        .collect()
 }

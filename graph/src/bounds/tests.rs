@@ -545,3 +545,36 @@ fn the_contended_bound_is_tight_on_a_compute_bound_step() {
         .iter()
         .all(|x| x.kind != BoundKind::Contended));
 }
+
+#[test]
+fn a_collective_free_to_run_early_still_counts_beyond_what_the_channel_does_before_compute() {
+    // A ZeRO-3-like step: an all-gather (40 ns) that a chain of four 20 ns GEMMs needs first,
+    // and a second all-gather (60 ns) on the same channel that nothing waits for (a prefetch).
+    // Compute cannot start before 40; of the second all-gather at most nothing more can run
+    // before then (the channel is busy with the first), so all 60 ns of it cost the chain.
+    let mut b = GraphBuilder::new("zero3");
+    let ag0 = b.add(
+        Op::collective("ag0", CollectiveKind::AllGather, 8, 8, LinkClass::InterNode),
+        &[],
+    );
+    let mut prev = ag0;
+    for i in 0..4 {
+        prev = b.add(
+            Op::compute(format!("g{i}"), ComputeClass::Gemm, 1, 1),
+            &[prev],
+        );
+    }
+    b.add(
+        Op::collective("ag1", CollectiveKind::AllGather, 8, 8, LinkClass::InterNode),
+        &[],
+    );
+    let g = b.finish();
+    let d = [40, 20, 20, 20, 20, 60];
+    let opt = brute_force_contended(&g, &d, 2.0);
+    let bc = bounds_contended(&g, &d, 2.0);
+    // r = 40, W = 80, and the 60 ns all-gather inside the window at half the rate: 40 + 80 +
+    // 30 = 150. Counting only the collectives whose head is at least r gave 130 (the window
+    // from 0: 80 + 100 / 2).
+    assert_eq!((bc.best().kind, bc.value_ns()), (BoundKind::Contended, 150));
+    assert_eq!(opt, 150);
+}

@@ -180,7 +180,8 @@ pub struct Optimized {
     /// The solver's own plan, simulated (the same as concerto's when
     /// [`Optimized::origin`] is [`Origin::Solver`]).
     pub solver_plan: Scheduled,
-    /// The solver's (contention-free) makespan.
+    /// The windows' makespan with the durations they solved: contention-free at contention
+    /// 1, else each op's duration in the last pass's start (see [`crate::schedule()`]).
     pub solver_makespan_ns: u64,
     /// The solve's status.
     pub solver_status: Status,
@@ -188,7 +189,11 @@ pub struct Optimized {
     pub solver: String,
     /// Work the solver spent (its deterministic unit: conflicts for pumpkin).
     pub work: u64,
-    /// Contention-free makespan of the starting plan given to the windows.
+    /// Passes of the windows: 1 at contention 1; under contention, each pass after the
+    /// first starts from the previous one's plan with its simulated durations.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub window_passes: u32,
+    /// Simulated makespan (with contention) of the starting plan given to the windows.
     pub start_makespan_ns: u64,
     /// The portfolio rule whose plan the windows started from ([`concerto_graph::list::Candidate::rule`]), or
     /// `hint`.
@@ -202,6 +207,10 @@ pub struct Optimized {
     pub peak_lower_bound_bytes: u64,
     /// Wall time of the whole step.
     pub time: Duration,
+    /// Where [`Optimized::time`] went: each stage's wall time, in order (`costs`,
+    /// `baselines`, `bounds`, `lowering`, `portfolio`, `start`, `windows`, `choice`).
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub stages: Vec<(String, Duration)>,
 }
 
 impl Optimized {
