@@ -69,7 +69,7 @@ use crate::error::PipelineError;
 /// Most portfolio plans over a memory budget that the step repairs.
 const REPAIRED: usize = 3;
 
-/// Share of the step's time limit the list-scheduling portfolio may use.
+/// Share of the time left when the list-scheduling portfolio begins that it may use.
 const PORTFOLIO_SHARE: f64 = 0.5;
 
 /// A solver shared by every step of the pipeline and the benches (the odd-even driver owns
@@ -106,13 +106,15 @@ pub fn schedule(
     stages.lap("baselines");
     let mut bounds = step.bounds(&results)?;
     stages.lap("bounds");
-    let lowered = lower(graph, &step.durations)?;
-    stages.lap("lowering");
     let portfolio = step.portfolio(&mut results)?;
     stages.lap("portfolio");
     let hints = step.hints()?;
     let start = step.start(&portfolio, &hints)?;
     stages.lap("start");
+    let start = step.polish(start)?;
+    stages.lap("polish");
+    let lowered = lower(graph, &step.durations)?;
+    stages.lap("lowering");
     let windows = step.windows(solver, &lowered.problem, &start)?;
     stages.lap("windows");
     bounds.push(BoundValue {
@@ -211,6 +213,8 @@ struct Portfolio {
 
 /// The plan the windows start from.
 struct Start {
+    /// The plan.
+    plan: StreamPlan,
     /// Its simulated makespan (ns), with contention.
     makespan_ns: u64,
     /// Its simulated timeline, with contention.
@@ -240,6 +244,13 @@ struct Windows {
 
 /// Most passes of the windows under contention (see [`Step::windows`]).
 const MAX_PASSES: u32 = 6;
+
+/// The largest graph whose start [`Step::polish`] polishes.
+const POLISH_MAX_OPS: usize = 5_000;
+/// How far [`Step::polish`] moves an op within its stream's order.
+const POLISH_DISTANCE: usize = 8;
+/// Most plans [`Step::polish`] simulates.
+const POLISH_EVALUATIONS: u64 = 50_000;
 
 /// The lower bound the odd-even driver computes on `problem`: energetic reasoning up to
 /// [`concerto_rcpsp::bounds::ENERGETIC_MAX_ACTIVITIES`] activities, else the critical path or
@@ -318,9 +329,16 @@ impl<'a> Step<'a> {
 
     /// Whether `share` of the time limit, less the reserve, has passed (never without one).
     fn past(&self, share: f64) -> bool {
-        self.config
-            .time_limit
-            .is_some_and(|t| self.began.elapsed() >= t.mul_f64(share).saturating_sub(self.reserve))
+        self.past_from(Duration::ZERO, share)
+    }
+
+    /// Whether `share` of the time left at `at` (since the step began), less the reserve, has
+    /// passed since then (never without a time limit).
+    fn past_from(&self, at: Duration, share: f64) -> bool {
+        self.config.time_limit.is_some_and(|t| {
+            let end = at + t.saturating_sub(at).mul_f64(share);
+            self.began.elapsed() >= end.saturating_sub(self.reserve)
+        })
     }
 
     /// Stage 1, the baselines: program order, the module's own schedule (where the input
@@ -392,6 +410,9 @@ impl<'a> Step<'a> {
     fn portfolio(&self, results: &mut Vec<Scheduled>) -> Result<Portfolio, PipelineError> {
         let (graph, durations) = (self.graph, &self.durations);
         let config = self.config;
+        // Its share is of the time left when it begins: on a 100k-op step the import, the
+        // baselines and the bounds take about half of a 3 s limit.
+        let at = self.began.elapsed();
         let candidates = list::portfolio(
             graph,
             durations,
@@ -404,7 +425,7 @@ impl<'a> Step<'a> {
             &|| match config.work_limit {
                 // Under a work budget the clock is only a safety net.
                 Some(_) => self.past(1.0),
-                None => self.past(PORTFOLIO_SHARE),
+                None => self.past_from(at, PORTFOLIO_SHARE),
             },
         )?;
         let list_plan = match candidates
@@ -499,41 +520,75 @@ impl<'a> Step<'a> {
     /// contention. Under a memory budget, only plans within it (by the checker, on their
     /// simulated timeline) are starts, unless none is.
     fn start(&self, portfolio: &Portfolio, hints: &[Scheduled]) -> Result<Start, PipelineError> {
-        let mut own: Vec<(&StreamPlan, String, bool)> = Vec::new();
+        // (plan, name, fits, simulated makespan): a candidate's makespan is the list engine's,
+        // which times plans exactly as the simulator does, so only the chosen one is simulated.
+        let mut own: Vec<(&StreamPlan, String, bool, u64)> = Vec::new();
         for c in &portfolio.candidates {
             let fits = match self.budget {
                 Some(_) => self.within(&self.simulated(Scheduler::Concerto, c.plan.clone())?),
                 None => true,
             };
-            own.push((&c.plan, c.rule.to_string(), fits));
+            own.push((&c.plan, c.rule.to_string(), fits, c.makespan_ns));
         }
         own.extend(
             hints
                 .iter()
-                .map(|h| (&h.plan, "hint".to_string(), self.within(h))),
+                .map(|h| (&h.plan, "hint".to_string(), self.within(h), h.makespan_ns())),
         );
         own.extend(
             portfolio
                 .repaired
                 .iter()
-                .map(|(n, s)| (&s.plan, n.clone(), self.within(s))),
+                .map(|(n, s)| (&s.plan, n.clone(), self.within(s), s.makespan_ns())),
         );
         let any_fits = own.iter().any(|o| o.2);
-        let mut start: Option<Start> = None;
-        for (plan, name, fits) in own {
-            if any_fits && !fits {
-                continue;
-            }
-            let t = simulate(self.graph, plan, &self.durations, self.contention)?;
-            if start.as_ref().is_none_or(|s| t.makespan < s.makespan_ns) {
-                start = Some(Start {
-                    makespan_ns: t.makespan,
-                    timeline: t,
-                    name,
-                });
-            }
-        }
+        let (plan, name, _, _) = own
+            .into_iter()
+            .filter(|o| !any_fits || o.2)
+            .min_by_key(|o| o.3)
+            .expect("the portfolio always returns a plan");
+        let timeline = simulate(self.graph, plan, &self.durations, self.contention)?;
+        let start = Some(Start {
+            plan: plan.clone(),
+            makespan_ns: timeline.makespan,
+            timeline,
+            name,
+        });
         Ok(start.expect("the portfolio always returns a plan"))
+    }
+
+    /// Between the start and the windows: on graphs of at most [`POLISH_MAX_OPS`] ops without
+    /// a memory budget, the start is polished by a local search on its launch orders timed by
+    /// the simulator, contention included ([`list::polish`]: moves of up to
+    /// [`POLISH_DISTANCE`] positions, at most [`POLISH_EVALUATIONS`] plans, until three
+    /// quarters of the time limit), and renamed `<rule>+polish` when that shortens it.
+    fn polish(&self, start: Start) -> Result<Start, PipelineError> {
+        if self.budget.is_some() || self.graph.len() > POLISH_MAX_OPS {
+            return Ok(start);
+        }
+        let stop = || match self.config.work_limit {
+            Some(_) => self.past(1.0),
+            None => self.past(0.75),
+        };
+        let p = list::polish(
+            self.graph,
+            &start.plan,
+            &self.durations,
+            self.contention,
+            POLISH_DISTANCE,
+            POLISH_EVALUATIONS,
+            &stop,
+        )?;
+        if p.makespan_ns >= start.makespan_ns {
+            return Ok(start);
+        }
+        let timeline = simulate(self.graph, &p.plan, &self.durations, self.contention)?;
+        Ok(Start {
+            plan: p.plan,
+            makespan_ns: timeline.makespan,
+            timeline,
+            name: format!("{}+polish", start.name),
+        })
     }
 
     /// Stage 4, the windows: the odd-even driver around `solver` from `start`, escalating:
@@ -561,6 +616,29 @@ impl<'a> Step<'a> {
         let config = self.config;
         let contended = self.contention > 1.0;
         let mut driver = OddEven::new(Box::new(Shared(solver)), config.oddeven.clone());
+        if config.work_limit.is_none() && self.past(1.0) {
+            // No time left for the windows: their result is their start.
+            let outcome = Outcome::with_schedule(
+                free,
+                schedule_of(&start.timeline),
+                rcpsp_bound(free) as i64,
+                concerto_rcpsp::StopReason::TimeLimit,
+                driver.name(),
+                Duration::ZERO,
+                0,
+            );
+            return Ok(Windows {
+                makespan_ns: outcome.makespan.unwrap_or(0).max(0) as u64,
+                bound: rcpsp_bound(free),
+                outcome: Outcome {
+                    status: Status::Feasible(concerto_rcpsp::StopReason::TimeLimit),
+                    ..outcome
+                },
+                work: 0,
+                plan: self.simulated(Scheduler::Concerto, start.plan.clone())?,
+                passes: 0,
+            });
+        }
         if let Some(b) = self.budget {
             driver = driver.with_admission(Arc::new(WithinBudget {
                 graph: Arc::new(self.graph.clone()),
@@ -623,7 +701,12 @@ impl<'a> Step<'a> {
             }
             timeline = next;
         }
-        let (plan, makespan_ns, mut outcome) = best.expect("the windows ran at least once");
+        let (mut plan, makespan_ns, mut outcome) = best.expect("the windows ran at least once");
+        // The windows' result is never longer than their start (a polished start is not among
+        // the portfolio's plans that the choice compares).
+        if self.budget.is_none() && start.makespan_ns < plan.makespan_ns() {
+            plan = self.simulated(Scheduler::Concerto, start.plan.clone())?;
+        }
         let bound = if contended {
             // Optimal for durations taken from one plan's timeline says nothing of the
             // contended problem.
@@ -671,8 +754,22 @@ impl<'a> Step<'a> {
             let left = deadline.map(|d| {
                 d.saturating_duration_since(Instant::now())
                     .saturating_sub(self.reserve + margin)
-                    .max(Duration::from_millis(1))
             });
+            if left.is_some_and(|l| l.is_zero()) && config.work_limit.is_none() {
+                // No time left for a run of the driver (its setup alone takes about a second
+                // on 100k ops): the pass keeps its start.
+                let outcome = Outcome::with_schedule(
+                    problem,
+                    best,
+                    rcpsp_bound(problem) as i64,
+                    concerto_rcpsp::StopReason::TimeLimit,
+                    driver.name(),
+                    Duration::ZERO,
+                    0,
+                );
+                return Ok((outcome, work));
+            }
+            let left = left.map(|l| l.max(Duration::from_millis(1)));
             let spent = work_before.saturating_add(work);
             let limits = Limits {
                 time_limit: left,
