@@ -123,6 +123,16 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
     });
     let bar = progress::bar(args.json);
     let imported = started.elapsed();
+    if let Some(limit) = pipeline.config.schedule.time_limit {
+        if imported >= limit {
+            eprintln!(
+                "warning: the import alone took {:.2} s of the {:.2} s time limit; the \
+                 baselines, the bounds and one list schedule still run, past the limit",
+                imported.as_secs_f64(),
+                limit.as_secs_f64()
+            );
+        }
+    }
     let r = pipeline
         .run(&graph, bar.as_ref())
         .with_context(|| format!("optimizing {}", args.graph.display()))?;

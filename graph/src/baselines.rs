@@ -243,8 +243,8 @@ pub fn inductor(graph: &Graph, distance: usize) -> Result<StreamPlan, GraphError
             .unwrap_or(0)
             .max(i.saturating_sub(distance));
         if earliest < i {
-            let op = order.remove(i);
-            order.insert(earliest, op);
+            // `remove(i)` then `insert(earliest)`, moving only the ops in between.
+            order[earliest..=i].rotate_right(1);
             reindex(&order, &mut pos, earliest, i);
         }
     }
@@ -269,8 +269,7 @@ pub fn inductor(graph: &Graph, distance: usize) -> Result<StreamPlan, GraphError
             .unwrap_or(n - 1)
             .min(i + distance);
         if latest > i {
-            let op = order.remove(i);
-            order.insert(latest, op);
+            order[i..=latest].rotate_left(1);
             reindex(&order, &mut pos, i, latest);
         }
     }

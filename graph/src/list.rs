@@ -132,8 +132,11 @@ use crate::plan::StreamPlan;
 use crate::simulate::simulate;
 
 mod engine;
+mod polish;
 mod priority;
 mod repair;
+
+pub use polish::{polish, Polished};
 
 use engine::{forward_orders, improve, replay, run, Net, Schedule, UNITS};
 use priority::Priorities;

@@ -319,24 +319,37 @@ impl StreamPlan {
     /// Kahn's algorithm over FIFO edges and waits; on a cycle, names it.
     fn find_cycle(&self, graph: &Graph) -> Result<(), GraphError> {
         let n = graph.len();
-        let mut out: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (_, order) in &self.streams {
-            for w in order.windows(2) {
-                out[w[0].0].push(w[1].0);
-            }
+        // The edges as flat adjacency arrays (one allocation, not one per op: this runs on
+        // every simulation).
+        let edges = || {
+            self.streams
+                .iter()
+                .flat_map(|(_, order)| order.windows(2).map(|w| (w[0].0, w[1].0)))
+                .chain(self.waits.iter().map(|&(p, c)| (p.0, c.0)))
+        };
+        let mut at = vec![0usize; n + 1];
+        for (p, _) in edges() {
+            at[p + 1] += 1;
         }
-        for &(p, c) in &self.waits {
-            out[p.0].push(c.0);
+        for v in 0..n {
+            at[v + 1] += at[v];
         }
+        let mut fill = at.clone();
+        let mut to = vec![0usize; at[n]];
+        for (p, c) in edges() {
+            to[fill[p]] = c;
+            fill[p] += 1;
+        }
+        let out = |v: usize| &to[at[v]..at[v + 1]];
         let mut indeg = vec![0usize; n];
-        for v in out.iter().flatten() {
-            indeg[*v] += 1;
+        for &v in &to {
+            indeg[v] += 1;
         }
         let mut stack: Vec<usize> = (0..n).filter(|&v| indeg[v] == 0).collect();
         let mut seen = 0;
         while let Some(v) = stack.pop() {
             seen += 1;
-            for &w in &out[v] {
+            for &w in out(v) {
                 indeg[w] -= 1;
                 if indeg[w] == 0 {
                     stack.push(w);
@@ -349,7 +362,7 @@ impl StreamPlan {
         // Walk backwards inside the remaining (cyclic) part until a node repeats.
         let mut pred: Vec<Option<usize>> = vec![None; n];
         for v in 0..n {
-            for &w in &out[v] {
+            for &w in out(v) {
                 if indeg[w] > 0 && indeg[v] > 0 {
                     pred[w] = Some(v);
                 }

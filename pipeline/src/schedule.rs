@@ -53,7 +53,7 @@ mod report;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use concerto_graph::bounds::bounds_contended;
+use concerto_graph::bounds::{bounds_contended_within, ENERGY_WORK_BUDGET};
 use concerto_graph::list::{self, ListConfig};
 use concerto_graph::lower::{lower, schedule_of};
 use concerto_graph::{
@@ -113,15 +113,15 @@ pub fn schedule(
     stages.lap("start");
     let start = step.polish(start)?;
     stages.lap("polish");
-    let lowered = lower(graph, &step.durations)?;
-    stages.lap("lowering");
-    let windows = step.windows(solver, &lowered.problem, &start)?;
+    let windows = step.windows(solver, &start)?;
     stages.lap("windows");
-    bounds.push(BoundValue {
-        kind: "solver".into(),
-        value_ns: windows.bound,
-        stream: None,
-    });
+    if let Some(value_ns) = windows.bound {
+        bounds.push(BoundValue {
+            kind: "solver".into(),
+            value_ns,
+            stream: None,
+        });
+    }
     let choice = step.choice(&results, &portfolio, &hints, windows.plan)?;
     stages.lap("choice");
     results.push(choice.concerto);
@@ -236,8 +236,9 @@ struct Windows {
     plan: Scheduled,
     /// A proven lower bound on every plan's makespan from the RCPSP side: the driver's at
     /// contention 1, else the contention-free problem's ([`rcpsp_bound`]; a bound with
-    /// durations taken from one plan's timeline bounds nothing).
-    bound: u64,
+    /// durations taken from one plan's timeline bounds nothing). `None` when no time was left
+    /// for the windows (the graph was not lowered).
+    bound: Option<u64>,
     /// Passes of the windows (see [`Step::windows`]).
     passes: u32,
 }
@@ -377,15 +378,24 @@ impl<'a> Step<'a> {
     /// the proven peak floor no order can keep it: the step fails here, before any search,
     /// naming the baselines' peaks.
     fn bounds(&self, baselines: &[Scheduled]) -> Result<Vec<BoundValue>, PipelineError> {
-        let all = bounds_contended(self.graph, &self.durations, self.contention)
-            .all
-            .iter()
-            .map(|b| BoundValue {
-                kind: b.kind.as_str().to_string(),
-                value_ns: b.value_ns,
-                stream: b.stream.map(|s| s.name()),
-            })
-            .collect();
+        // The energy sums' budget (about 0.4 s on 100k ops) shrinks with a time limit
+        // below 10 s, in proportion (a function of the limit, not of the clock).
+        let energy_budget = match (self.config.time_limit, self.config.work_limit) {
+            (Some(t), None) => {
+                (ENERGY_WORK_BUDGET as f64 * (t.as_secs_f64() / 10.0).min(1.0)) as u64
+            }
+            _ => ENERGY_WORK_BUDGET,
+        };
+        let all =
+            bounds_contended_within(self.graph, &self.durations, self.contention, energy_budget)
+                .all
+                .iter()
+                .map(|b| BoundValue {
+                    kind: b.kind.as_str().to_string(),
+                    value_ns: b.value_ns,
+                    stream: b.stream.map(|s| s.name()),
+                })
+                .collect();
         if let Some(b) = self.budget {
             if b < self.peak_floor {
                 return Err(over_budget(
@@ -607,38 +617,38 @@ impl<'a> Step<'a> {
     /// time is left, the next pass starts from its plan (at most [`MAX_PASSES`]); the
     /// shortest simulated plan is the windows' result. Cost per pass: a lowering and a
     /// simulation, O((ops + deps) log ops), and the driver's budget.
-    fn windows(
-        &self,
-        solver: Arc<dyn Solver>,
-        free: &Problem,
-        start: &Start,
-    ) -> Result<Windows, PipelineError> {
+    fn windows(&self, solver: Arc<dyn Solver>, start: &Start) -> Result<Windows, PipelineError> {
         let config = self.config;
         let contended = self.contention > 1.0;
         let mut driver = OddEven::new(Box::new(Shared(solver)), config.oddeven.clone());
         if config.work_limit.is_none() && self.past(1.0) {
-            // No time left for the windows: their result is their start.
-            let outcome = Outcome::with_schedule(
-                free,
-                schedule_of(&start.timeline),
-                rcpsp_bound(free) as i64,
-                concerto_rcpsp::StopReason::TimeLimit,
-                driver.name(),
-                Duration::ZERO,
-                0,
-            );
+            // No time left for the windows (not even to lower the graph): their result is
+            // their start.
             return Ok(Windows {
-                makespan_ns: outcome.makespan.unwrap_or(0).max(0) as u64,
-                bound: rcpsp_bound(free),
+                makespan_ns: start.makespan_ns,
+                bound: None,
                 outcome: Outcome {
                     status: Status::Feasible(concerto_rcpsp::StopReason::TimeLimit),
-                    ..outcome
+                    schedule: Some(schedule_of(&start.timeline)),
+                    makespan: Some(start.makespan_ns as i64),
+                    lower_bound: 0,
+                    solver: driver.name().to_string(),
+                    elapsed: Duration::ZERO,
+                    work: 0,
                 },
                 work: 0,
-                plan: self.simulated(Scheduler::Concerto, start.plan.clone())?,
+                // The start's timeline is already simulated, with contention.
+                plan: Scheduled {
+                    scheduler: Scheduler::Concerto,
+                    exposed_comm_ns: start.timeline.exposed_comm_ns(self.graph),
+                    peak_memory_bytes: start.timeline.peak_memory_bytes(self.graph),
+                    plan: start.plan.clone(),
+                    timeline: start.timeline.clone(),
+                },
                 passes: 0,
             });
         }
+        let free = &lower(self.graph, &self.durations)?.problem;
         if let Some(b) = self.budget {
             driver = driver.with_admission(Arc::new(WithinBudget {
                 graph: Arc::new(self.graph.clone()),
@@ -713,9 +723,9 @@ impl<'a> Step<'a> {
             if outcome.status == Status::Optimal {
                 outcome.status = Status::Feasible(concerto_rcpsp::StopReason::Exhausted);
             }
-            rcpsp_bound(free)
+            Some(rcpsp_bound(free))
         } else {
-            outcome.lower_bound.max(0) as u64
+            Some(outcome.lower_bound.max(0) as u64)
         };
         Ok(Windows {
             outcome,
@@ -824,7 +834,13 @@ impl<'a> Step<'a> {
         let key = |s: &Scheduled| (!self.within(s), s.makespan_ns());
         let windows_peak = windows.peak_memory_bytes;
         let mut solver_plan = windows;
-        if let Some(c) = portfolio.candidates.first() {
+        // The list engine's makespan is the simulator's: without a budget, a candidate no
+        // shorter needs no simulation.
+        if let Some(c) = portfolio
+            .candidates
+            .first()
+            .filter(|c| self.budget.is_some() || c.makespan_ns < solver_plan.makespan_ns())
+        {
             let c = self.simulated(Scheduler::Concerto, c.plan.clone())?;
             if key(&c) < key(&solver_plan) {
                 solver_plan = c;

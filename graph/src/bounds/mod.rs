@@ -290,6 +290,18 @@ pub fn bounds_contended(graph: &Graph, durations: &[u64], contention: f64) -> Bo
     bounds_with(graph, durations, ENERGY_WORK_BUDGET, contention)
 }
 
+/// [`bounds_contended`] with the energy sums' work budget `energy_budget` instead of
+/// [`ENERGY_WORK_BUDGET`] (counted work, about 1 ns each): a caller under a short time limit
+/// gives it less, and gets weaker energy heads and tails, never invalid ones.
+pub fn bounds_contended_within(
+    graph: &Graph,
+    durations: &[u64],
+    contention: f64,
+    energy_budget: u64,
+) -> Bounds {
+    bounds_with(graph, durations, energy_budget, contention)
+}
+
 /// [`bounds`] with the energy sums' work budget `budget` (tests degrade it).
 fn bounds_with_budget(graph: &Graph, durations: &[u64], budget: u64) -> Bounds {
     bounds_with(graph, durations, budget, 1.0)
