@@ -21,7 +21,8 @@
 //! as a ZeRO-3 all-gather, still counts beyond what the channel can do before `r`). Each
 //! compute stream is tried with `J` = its ops whose head is at least a threshold (for up to
 //! [`THRESHOLDS`] thresholds: every distinct head below that count, evenly spaced ones above),
-//! and with `J` = its ops whose tail is at least a threshold (the same way). `1/c` is the
+//! with `J` = its ops whose tail is at least a threshold (the same way), and, where the
+//! graph is small enough, with both thresholds at once (`grid`). `1/c` is the
 //! simulator's own discrete rate (`round(1000 / c) / 1000`), and the product is rounded down,
 //! so the bound holds for simulated makespans exactly. Without contention (`c = 1`) it is the
 //! Jackson argument's `r + W + q` and adds nothing. Cost: O(THRESHOLDS * (n + collectives))
@@ -84,6 +85,7 @@ pub(super) fn contended(
                 .into_iter()
                 .map(|(q, r, w)| (r, q, w)),
         );
+        windows.extend(grid(ops, durations, head, tail, comm.len()));
         for (r, q, w) in windows {
             total.iter_mut().for_each(|x| *x = 0);
             before.iter_mut().for_each(|x| *x = 0);
@@ -114,6 +116,56 @@ pub(super) fn contended(
         }
     }
     best
+}
+
+/// Counted work of the two-threshold windows ([`grid`]) per compute stream: windows times
+/// (ops + collectives), about 1 ns each.
+pub(super) const GRID_WORK: usize = 20_000_000;
+
+/// Windows from a head threshold and a tail threshold at once: `(r, q, work)` for `J` = the
+/// ops of `ops` whose head is at least `r` and whose tail is at least `q`, over `k` evenly
+/// spaced distinct heads and `k` tails, `k` the largest that keeps `k^2 (n + collectives)`
+/// within [`GRID_WORK`] (at most [`THRESHOLDS`]; none below 2). A step whose start cannot
+/// overlap communication (a forward pass before any gradient) and whose end cannot overlap
+/// compute (the last gradient's reduce-scatter, an update, its all-gather) needs both.
+/// O(k^2 n).
+fn grid(
+    ops: &[usize],
+    durations: &[u64],
+    head: &[u64],
+    tail: &[u64],
+    collectives: usize,
+) -> Vec<(u64, u64, u64)> {
+    let per_window = ops.len() + collectives;
+    let k = ((GRID_WORK / per_window.max(1)) as f64).sqrt() as usize;
+    let k = k.min(THRESHOLDS);
+    if k < 2 {
+        return Vec::new();
+    }
+    let spaced = |key: &[u64]| -> Vec<u64> {
+        let mut v: Vec<u64> = ops.iter().map(|&o| key[o]).collect();
+        v.sort_unstable();
+        v.dedup();
+        if v.len() > k {
+            let step = v.len() as f64 / k as f64;
+            v = (0..k).map(|i| v[(i as f64 * step) as usize]).collect();
+        }
+        v
+    };
+    let (rs, qs) = (spaced(head), spaced(tail));
+    let mut out = Vec::with_capacity(rs.len() * qs.len());
+    for &r in &rs {
+        for &q in &qs {
+            let w = ops
+                .iter()
+                .filter(|&&v| head[v] >= r && tail[v] >= q)
+                .fold(0u64, |a, &v| a.saturating_add(durations[v]));
+            if w > 0 {
+                out.push((r, q, w));
+            }
+        }
+    }
+    out
 }
 
 /// The windows of one compute stream's ops `ops` by thresholds on `key` (heads, or tails):
