@@ -6,21 +6,24 @@
 //!    [`Scheduler::List`]) and simulate each, with contention.
 //! 3. Compute the graph's proven lower bounds ([`concerto_graph::bounds`]); the solver's own
 //!    bound joins them after the search, and [`Optimized::bound_kind`] says which binds.
-//! 4. Concerto's search, in two stages that together can move any op anywhere: first the
+//! 4. Concerto's search, in three stages that together can move any op anywhere: first the
 //!    list-scheduling portfolio ([`concerto_graph::list::portfolio`]: priority rules on every
 //!    stream, forward and backward, justification, seeded random sampling), within half the
-//!    time limit; then exact windows: the graph lowered to an RCPSP ([`lower`]) and solved by
-//!    the odd-even driver ([`concerto_rcpsp::OddEven`]) around an exact solver, from the
-//!    portfolio plan (or hint) with the shortest contention-free timeline, so the windows can
-//!    only improve on it. When the driver converges with more than half its budget left
-//!    (time, or work under [`ScheduleConfig::work_limit`]), it runs again from its result
-//!    with blocks twice as large, up to [`ScheduleConfig::max_block`]. The baselines' plans
-//!    are never starts: what the search returns is its own.
+//!    time left when it begins; then, on graphs of at most [`POLISH_MAX_OPS`] ops without a
+//!    memory budget, a local search on the best plan's launch orders timed by the simulator
+//!    with contention ([`concerto_graph::list::polish`]); then exact windows: the graph
+//!    lowered to an RCPSP ([`lower`]) and solved by the odd-even driver
+//!    ([`concerto_rcpsp::OddEven`]) around an exact solver, from the plan (or hint) with the
+//!    shortest simulated makespan. When the driver converges with more than half its budget
+//!    left (time, or work under [`ScheduleConfig::work_limit`]), it runs again from its
+//!    result with blocks twice as large, up to [`ScheduleConfig::max_block`]. Under
+//!    contention the windows run in passes, each on the graph lowered with the durations of
+//!    its start's simulated timeline ([`Step::windows`]). The baselines' plans are never
+//!    starts: what the search returns is its own.
 //! 5. Check the windows' schedule with [`concerto_rcpsp::check`], turn it into a stream plan
-//!    ([`StreamPlan::from_starts`]) and simulate it with contention. The windows minimise the
-//!    contention-free makespan; contention can reorder candidates, so the search's result
-//!    ([`Optimized::solver_plan`]) is the windows' plan or the best portfolio plan, whichever
-//!    simulates shorter.
+//!    ([`StreamPlan::from_starts`]) and simulate it with contention. The search's result
+//!    ([`Optimized::solver_plan`]) is the windows' plan, their start, or the best portfolio
+//!    plan, whichever simulates shortest.
 //! 6. Concerto's plan is the search's, unless a baseline or hint plan simulates strictly
 //!    shorter; [`Optimized::origin`] says which one was kept. Every makespan reported is
 //!    simulated.
@@ -42,8 +45,9 @@
 //! peak found and the floor. The LHS baseline gets XLA's treatment
 //! ([`baselines::lhs_within`]); the other baselines ignore memory and report their peak.
 //!
-//! The time limit covers the whole step: the portfolio stops at half of it, and the
-//! windows stop early enough to leave room for the final simulations (measured on the first
+//! The time limit covers the whole step: the portfolio stops at half of what is left when it
+//! begins, the polish at three quarters of the limit, and the windows (skipped when no time is
+//! left) stop early enough to leave room for the final simulations (measured on the first
 //! baseline's). Cost: the baselines, the bounds and each simulation are O((ops + deps) log
 //! ops); the portfolio and the windows are bounded by the time limit or the work budget.
 
@@ -608,7 +612,7 @@ impl<'a> Step<'a> {
     /// ([`WithinBudget`]). The result passes the checker and is simulated with contention as a
     /// plan.
     ///
-    /// At contention 1 the driver solves `free`, the contention-free lowering. Under
+    /// At contention 1 the driver solves the contention-free lowering. Under
     /// contention it optimises what the simulator measures by an iterated approximation
     /// checked by simulation: each pass lowers the graph with every op's duration as it ran
     /// in the pass's start (its simulated timeline, slowdowns included; that timeline is then

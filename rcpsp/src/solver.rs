@@ -286,7 +286,8 @@ impl Clock {
 
     /// The whole time limit, from the start to the deadline (`None` without a deadline).
     pub fn limit(&self) -> Option<Duration> {
-        self.deadline.map(|d| d.saturating_duration_since(self.start))
+        self.deadline
+            .map(|d| d.saturating_duration_since(self.start))
     }
 }
 

@@ -38,13 +38,15 @@ const UNITS: u64 = 1000;
 
 /// The contended bound (see the module docs) over every compute stream, with `head` and `tail`
 /// (any valid heads and tails: longest paths or energy ones) and the contention factor
-/// `contention`; `None` without a compute stream or a collective, or at `contention = 1`.
+/// `contention`, the two-threshold windows within `grid_work` ([`grid`]); `None` without a
+/// compute stream or a collective, or at `contention = 1`.
 pub(super) fn contended(
     dag: &Dag,
     durations: &[u64],
     head: &[u64],
     tail: &[u64],
     contention: f64,
+    grid_work: usize,
 ) -> Option<(u64, usize)> {
     if !(contention.is_finite() && contention > 1.0) {
         return None;
@@ -85,7 +87,7 @@ pub(super) fn contended(
                 .into_iter()
                 .map(|(q, r, w)| (r, q, w)),
         );
-        windows.extend(grid(ops, durations, head, tail, comm.len()));
+        windows.extend(grid(ops, durations, head, tail, comm.len(), grid_work));
         for (r, q, w) in windows {
             total.iter_mut().for_each(|x| *x = 0);
             before.iter_mut().for_each(|x| *x = 0);
@@ -119,13 +121,13 @@ pub(super) fn contended(
 }
 
 /// Counted work of the two-threshold windows ([`grid`]) per compute stream: windows times
-/// (ops + collectives), about 1 ns each.
+/// (ops + collectives), about 1 ns each (less under a smaller energy budget).
 pub(super) const GRID_WORK: usize = 20_000_000;
 
 /// Windows from a head threshold and a tail threshold at once: `(r, q, work)` for `J` = the
 /// ops of `ops` whose head is at least `r` and whose tail is at least `q`, over `k` evenly
 /// spaced distinct heads and `k` tails, `k` the largest that keeps `k^2 (n + collectives)`
-/// within [`GRID_WORK`] (at most [`THRESHOLDS`]; none below 2). A step whose start cannot
+/// within `work` ([`GRID_WORK`] by default; at most [`THRESHOLDS`]; none below 2). A step whose start cannot
 /// overlap communication (a forward pass before any gradient) and whose end cannot overlap
 /// compute (the last gradient's reduce-scatter, an update, its all-gather) needs both.
 /// O(k^2 n).
@@ -135,9 +137,10 @@ fn grid(
     head: &[u64],
     tail: &[u64],
     collectives: usize,
+    work: usize,
 ) -> Vec<(u64, u64, u64)> {
     let per_window = ops.len() + collectives;
-    let k = ((GRID_WORK / per_window.max(1)) as f64).sqrt() as usize;
+    let k = ((work / per_window.max(1)) as f64).sqrt() as usize;
     let k = k.min(THRESHOLDS);
     if k < 2 {
         return Vec::new();

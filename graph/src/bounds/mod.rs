@@ -292,7 +292,8 @@ pub fn bounds_contended(graph: &Graph, durations: &[u64], contention: f64) -> Bo
 
 /// [`bounds_contended`] with the energy sums' work budget `energy_budget` instead of
 /// [`ENERGY_WORK_BUDGET`] (counted work, about 1 ns each): a caller under a short time limit
-/// gives it less, and gets weaker energy heads and tails, never invalid ones.
+/// gives it less, and gets weaker energy heads and tails (and fewer two-threshold contended
+/// windows, in proportion), never invalid ones.
 pub fn bounds_contended_within(
     graph: &Graph,
     durations: &[u64],
@@ -367,8 +368,11 @@ fn bounds_with(graph: &Graph, durations: &[u64], budget: u64, contention: f64) -
             stream: Some(s),
         });
     }
-    let plain = contended::contended(&dag, &d, &head, &tail, contention);
-    let energy = contended::contended(&dag, &d, &h.head, &h.tail, contention);
+    // The two-threshold windows' work shrinks with the energy budget (a short time limit).
+    let grid = (contended::GRID_WORK as u128 * u128::from(budget.min(ENERGY_WORK_BUDGET))
+        / u128::from(ENERGY_WORK_BUDGET)) as usize;
+    let plain = contended::contended(&dag, &d, &head, &tail, contention, grid);
+    let energy = contended::contended(&dag, &d, &h.head, &h.tail, contention, grid);
     if let Some((value_ns, s)) = plain.into_iter().chain(energy).max() {
         all.push(Bound {
             kind: BoundKind::Contended,
