@@ -424,6 +424,11 @@ pub struct GraphsRowSummary {
     pub origin: &'static str,
     /// Concerto's own search result (its solver plan, simulated, before any fallback; ns).
     pub solver_plan_ns: u64,
+    /// The best plan of the list-scheduling portfolio, simulated (ns).
+    pub portfolio_ns: u64,
+    /// The plan the windows started from, simulated (ns): the best portfolio plan, polished on
+    /// small graphs (`start` ends in `+polish` when that shortened it).
+    pub start_ns: u64,
     /// The portfolio rule the windows started from.
     pub start: String,
     /// The solve's status.
@@ -499,6 +504,8 @@ impl GraphsRow {
             gap_to_bound_pct: (opt as f64 / s.lower_bound_ns as f64 - 1.0) * 100.0,
             origin: s.origin.as_str(),
             solver_plan_ns: s.solver_plan.makespan_ns(),
+            portfolio_ns: s.portfolio.first().map_or(0, |p| p.1),
+            start_ns: s.start_makespan_ns,
             start: s.start.clone(),
             solver_status: s.solver_status.to_string(),
             trace_events: g.trace_events,
