@@ -9,7 +9,7 @@
 //! 4. Concerto's search, in three stages that together can move any op anywhere: first the
 //!    list-scheduling portfolio ([`concerto_graph::list::portfolio`]: priority rules on every
 //!    stream, forward and backward, justification, seeded random sampling), within half the
-//!    time left when it begins; then, on graphs of at most [`POLISH_MAX_OPS`] ops without a
+//!    time left when it begins; then, on graphs of at most 5,000 ops without a
 //!    memory budget, a local search on the best plan's launch orders timed by the simulator
 //!    with contention ([`concerto_graph::list::polish`]); then exact windows: the graph
 //!    lowered to an RCPSP ([`lower`]) and solved by the odd-even driver
@@ -18,7 +18,7 @@
 //!    left (time, or work under [`ScheduleConfig::work_limit`]), it runs again from its
 //!    result with blocks twice as large, up to [`ScheduleConfig::max_block`]. Under
 //!    contention the windows run in passes, each on the graph lowered with the durations of
-//!    its start's simulated timeline ([`Step::windows`]). The baselines' plans are never
+//!    its start's simulated timeline (see `Step::windows`). The baselines' plans are never
 //!    starts: what the search returns is its own.
 //! 5. Check the windows' schedule with [`concerto_rcpsp::check`], turn it into a stream plan
 //!    ([`StreamPlan::from_starts`]) and simulate it with contention. The search's result
@@ -562,13 +562,12 @@ impl<'a> Step<'a> {
             .min_by_key(|o| o.3)
             .expect("the portfolio always returns a plan");
         let timeline = simulate(self.graph, plan, &self.durations, self.contention)?;
-        let start = Some(Start {
+        Ok(Start {
             plan: plan.clone(),
             makespan_ns: timeline.makespan,
             timeline,
             name,
-        });
-        Ok(start.expect("the portfolio always returns a plan"))
+        })
     }
 
     /// Between the start and the windows: on graphs of at most [`POLISH_MAX_OPS`] ops without
