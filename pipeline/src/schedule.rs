@@ -12,7 +12,7 @@
 //!    time left when it begins; then, on graphs of at most 5,000 ops without a
 //!    memory budget, a local search on the best plan's launch orders timed by the simulator
 //!    with contention ([`concerto_graph::list::polish`]); then exact windows: the graph
-//!    lowered to an RCPSP ([`lower`]) and solved by the odd-even driver
+//!    lowered to an RCPSP ([`concerto_graph::lower::lower`]) and solved by the odd-even driver
 //!    ([`concerto_rcpsp::OddEven`]) around an exact solver, from the plan (or hint) with the
 //!    shortest simulated makespan. When the driver converges with more than half its budget
 //!    left (time, or work under [`ScheduleConfig::work_limit`]), it runs again from its
@@ -53,17 +53,17 @@
 
 mod config;
 mod report;
+mod windows;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use concerto_graph::bounds::{bounds_contended_within, ENERGY_WORK_BUDGET};
 use concerto_graph::list::{self, ListConfig};
-use concerto_graph::lower::{lower, schedule_of};
 use concerto_graph::{
     baselines, memory, simulate, Graph, GraphError, Hardware, StreamPlan, Timeline,
 };
-use concerto_rcpsp::{check, Admission, Limits, OddEven, Outcome, Problem, Solver, Status};
+use concerto_rcpsp::{Admission, Limits, Outcome, Problem, Solver};
 
 pub use config::{ModuleSchedule, ScheduleConfig};
 pub use report::{BoundValue, Optimized, Origin, Scheduled, Scheduler};
@@ -225,50 +225,6 @@ struct Start {
     timeline: Timeline,
     /// The portfolio rule it comes from, `repaired-<rule>`, or `hint`.
     name: String,
-}
-
-/// What the windows stage found.
-struct Windows {
-    /// The last run of the odd-even driver (its status and solver name).
-    outcome: Outcome,
-    /// Solver work over every run of the driver.
-    work: u64,
-    /// The windows' schedule's makespan with the durations they solved (by the checker):
-    /// contention-free at contention 1, else those of the last pass's start.
-    makespan_ns: u64,
-    /// The windows' schedule as a plan, simulated with contention.
-    plan: Scheduled,
-    /// A proven lower bound on every plan's makespan from the RCPSP side: the driver's at
-    /// contention 1, else the contention-free problem's ([`rcpsp_bound`]; a bound with
-    /// durations taken from one plan's timeline bounds nothing). `None` when no time was left
-    /// for the windows (the graph was not lowered).
-    bound: Option<u64>,
-    /// Passes of the windows (see [`Step::windows`]).
-    passes: u32,
-}
-
-/// Most passes of the windows under contention (see [`Step::windows`]).
-const MAX_PASSES: u32 = 6;
-
-/// The largest graph whose start [`Step::polish`] polishes.
-const POLISH_MAX_OPS: usize = 5_000;
-/// How far [`Step::polish`] moves an op within its stream's order.
-const POLISH_DISTANCE: usize = 8;
-/// Most plans [`Step::polish`] simulates.
-const POLISH_EVALUATIONS: u64 = 50_000;
-
-/// The lower bound the odd-even driver computes on `problem`: energetic reasoning up to
-/// [`concerto_rcpsp::bounds::ENERGETIC_MAX_ACTIVITIES`] activities, else the critical path or
-/// the energy bound.
-fn rcpsp_bound(problem: &Problem) -> u64 {
-    let b = if problem.len() <= concerto_rcpsp::bounds::ENERGETIC_MAX_ACTIVITIES {
-        concerto_rcpsp::lower_bound(problem).value
-    } else {
-        concerto_rcpsp::bounds::critical_path(problem)
-            .value
-            .max(concerto_rcpsp::bounds::energy(problem).value)
-    };
-    b.max(0) as u64
 }
 
 /// What the choice stage kept.
@@ -568,257 +524,6 @@ impl<'a> Step<'a> {
             timeline,
             name,
         })
-    }
-
-    /// Between the start and the windows: on graphs of at most [`POLISH_MAX_OPS`] ops without
-    /// a memory budget, the start is polished by a local search on its launch orders timed by
-    /// the simulator, contention included ([`list::polish`]: moves of up to
-    /// [`POLISH_DISTANCE`] positions, at most [`POLISH_EVALUATIONS`] plans, until three
-    /// quarters of the time limit), and renamed `<rule>+polish` when that shortens it.
-    fn polish(&self, start: Start) -> Result<Start, PipelineError> {
-        if self.budget.is_some() || self.graph.len() > POLISH_MAX_OPS {
-            return Ok(start);
-        }
-        let stop = || match self.config.work_limit {
-            Some(_) => self.past(1.0),
-            None => self.past(0.75),
-        };
-        let p = list::polish(
-            self.graph,
-            &start.plan,
-            &self.durations,
-            self.contention,
-            POLISH_DISTANCE,
-            POLISH_EVALUATIONS,
-            &stop,
-        )?;
-        if p.makespan_ns >= start.makespan_ns {
-            return Ok(start);
-        }
-        let timeline = simulate(self.graph, &p.plan, &self.durations, self.contention)?;
-        Ok(Start {
-            plan: p.plan,
-            makespan_ns: timeline.makespan,
-            timeline,
-            name: format!("{}+polish", start.name),
-        })
-    }
-
-    /// Stage 4, the windows: the odd-even driver around `solver` from `start`, escalating:
-    /// when it has converged with more than half its budget left, it runs again from its
-    /// result with blocks twice as large (up to [`ScheduleConfig::max_block`]). Under a
-    /// memory budget each pass is admitted only if its plan keeps the budget
-    /// ([`WithinBudget`]). The result passes the checker and is simulated with contention as a
-    /// plan.
-    ///
-    /// At contention 1 the driver solves the contention-free lowering. Under
-    /// contention it optimises what the simulator measures by an iterated approximation
-    /// checked by simulation: each pass lowers the graph with every op's duration as it ran
-    /// in the pass's start (its simulated timeline, slowdowns included; that timeline is then
-    /// a schedule of the problem with the same makespan), solves it from there, and simulates
-    /// the result's plan with contention. While a pass shortens the simulated makespan and
-    /// time is left, the next pass starts from its plan (at most [`MAX_PASSES`]); the
-    /// shortest simulated plan is the windows' result. Cost per pass: a lowering and a
-    /// simulation, O((ops + deps) log ops), and the driver's budget.
-    fn windows(&self, solver: Arc<dyn Solver>, start: &Start) -> Result<Windows, PipelineError> {
-        let config = self.config;
-        let contended = self.contention > 1.0;
-        let mut driver = OddEven::new(Box::new(Shared(solver)), config.oddeven.clone());
-        if config.work_limit.is_none() && self.past(1.0) {
-            // No time left for the windows (not even to lower the graph): their result is
-            // their start.
-            return Ok(Windows {
-                makespan_ns: start.makespan_ns,
-                bound: None,
-                outcome: Outcome {
-                    status: Status::Feasible(concerto_rcpsp::StopReason::TimeLimit),
-                    schedule: Some(schedule_of(&start.timeline)),
-                    makespan: Some(start.makespan_ns as i64),
-                    lower_bound: 0,
-                    solver: driver.name().to_string(),
-                    elapsed: Duration::ZERO,
-                    work: 0,
-                },
-                work: 0,
-                // The start's timeline is already simulated, with contention.
-                plan: Scheduled {
-                    scheduler: Scheduler::Concerto,
-                    exposed_comm_ns: start.timeline.exposed_comm_ns(self.graph),
-                    peak_memory_bytes: start.timeline.peak_memory_bytes(self.graph),
-                    plan: start.plan.clone(),
-                    timeline: start.timeline.clone(),
-                },
-                passes: 0,
-            });
-        }
-        let free = &lower(self.graph, &self.durations)?.problem;
-        if let Some(b) = self.budget {
-            driver = driver.with_admission(Arc::new(WithinBudget {
-                graph: Arc::new(self.graph.clone()),
-                durations: self.durations.clone(),
-                contention: self.contention,
-                budget: b,
-            }));
-        }
-        let mut work = 0u64;
-        let mut passes = 0u32;
-        let mut timeline = start.timeline.clone();
-        let mut best: Option<(Scheduled, u64, Outcome)> = None;
-        loop {
-            let effective;
-            let problem = if contended {
-                let d: Vec<u64> = (0..self.graph.len())
-                    .map(|v| timeline.end[v] - timeline.start[v])
-                    .collect();
-                effective = lower(self.graph, &d)?.problem;
-                &effective
-            } else {
-                free
-            };
-            let initial = schedule_of(&timeline);
-            check(problem, &initial).map_err(|v| GraphError::InvalidPlan {
-                reason: format!("a plan's simulated timeline is not a valid schedule: {v}"),
-            })?;
-            let (outcome, spent) = self.escalate(&mut driver, problem, initial, work)?;
-            work = work.saturating_add(spent);
-            passes += 1;
-            let schedule = outcome
-                .schedule
-                .clone()
-                .ok_or_else(|| GraphError::InvalidPlan {
-                    reason: format!("the solver returned no schedule ({})", outcome.status),
-                })?;
-            let makespan = check(problem, &schedule).map_err(|v| GraphError::InvalidPlan {
-                reason: format!("the solver's schedule fails the checker: {v}"),
-            })?;
-            let starts: Vec<u64> = schedule.starts().iter().map(|&s| s as u64).collect();
-            let plan = self.simulated(
-                Scheduler::Concerto,
-                StreamPlan::from_starts(self.graph, &starts)?,
-            )?;
-            let shorter = plan.makespan_ns() < timeline.makespan;
-            let kept = best
-                .as_ref()
-                .is_none_or(|(b, _, _)| plan.makespan_ns() < b.makespan_ns());
-            let next = plan.timeline.clone();
-            if kept {
-                best = Some((plan, makespan as u64, outcome));
-            }
-            if !contended
-                || !shorter
-                || passes >= MAX_PASSES
-                || self.past(1.0)
-                || config.work_limit.is_some_and(|w| work >= w)
-            {
-                break;
-            }
-            timeline = next;
-        }
-        let (mut plan, makespan_ns, mut outcome) = best.expect("the windows ran at least once");
-        // The windows' result is never longer than their start (a polished start is not among
-        // the portfolio's plans that the choice compares).
-        if self.budget.is_none() && start.makespan_ns < plan.makespan_ns() {
-            plan = self.simulated(Scheduler::Concerto, start.plan.clone())?;
-        }
-        let bound = if contended {
-            // Optimal for durations taken from one plan's timeline says nothing of the
-            // contended problem.
-            if outcome.status == Status::Optimal {
-                outcome.status = Status::Feasible(concerto_rcpsp::StopReason::Exhausted);
-            }
-            Some(rcpsp_bound(free))
-        } else {
-            Some(outcome.lower_bound.max(0) as u64)
-        };
-        Ok(Windows {
-            outcome,
-            work,
-            makespan_ns,
-            plan,
-            bound,
-            passes,
-        })
-    }
-
-    /// One pass of the windows: the odd-even `driver` on `problem` from `initial`, run again
-    /// with blocks twice as large while it converges with more than half of the pass's budget
-    /// left (time, or under a work budget the work left after `work_before`). Returns the
-    /// last run's outcome and the work of every run.
-    fn escalate(
-        &self,
-        driver: &mut OddEven,
-        problem: &Problem,
-        initial: concerto_rcpsp::Schedule,
-        work_before: u64,
-    ) -> Result<(Outcome, u64), PipelineError> {
-        let config = self.config;
-        let deadline = config.time_limit.map(|t| self.began + t);
-        let mut best = initial;
-        let mut work = 0u64;
-        let pass_began = self.began.elapsed();
-        loop {
-            // The driver may finish the windows in flight, rebuild its state and verify its
-            // result past its limit (measured: up to 0.35 s on 40k ops): it gets two window
-            // limits and 3 % of the step's limit less.
-            let margin = config.oddeven.window_time_limit * 2
-                + config
-                    .time_limit
-                    .map_or(Duration::ZERO, |t| t.mul_f64(0.03));
-            let left = deadline.map(|d| {
-                d.saturating_duration_since(Instant::now())
-                    .saturating_sub(self.reserve + margin)
-            });
-            if left.is_some_and(|l| l.is_zero()) && config.work_limit.is_none() {
-                // No time left for a run of the driver (its setup alone takes about a second
-                // on 100k ops): the pass keeps its start.
-                let outcome = Outcome::with_schedule(
-                    problem,
-                    best,
-                    rcpsp_bound(problem) as i64,
-                    concerto_rcpsp::StopReason::TimeLimit,
-                    driver.name(),
-                    Duration::ZERO,
-                    0,
-                );
-                return Ok((outcome, work));
-            }
-            let left = left.map(|l| l.max(Duration::from_millis(1)));
-            let spent = work_before.saturating_add(work);
-            let limits = Limits {
-                time_limit: left,
-                work_limit: config.work_limit.map(|w| w.saturating_sub(spent).max(1)),
-                seed: config.seed,
-                threads: config.threads,
-                initial: Some(best.clone()),
-                ..Limits::default()
-            };
-            let report = driver.run(problem, &limits)?;
-            let outcome = report.outcome;
-            work = work.saturating_add(outcome.work);
-            best = outcome
-                .schedule
-                .clone()
-                .ok_or_else(|| GraphError::InvalidPlan {
-                    reason: format!("the solver returned no schedule ({})", outcome.status),
-                })?;
-            let spent_half = match config.work_limit {
-                // Under a work budget the wall clock decides nothing (unless the safety-net
-                // time limit ran out, which the status says).
-                Some(w) => (work_before + work).saturating_mul(2) >= w.saturating_add(work_before),
-                None => config.time_limit.is_some_and(|t| {
-                    (self.began.elapsed() - pass_began) * 2 >= t.saturating_sub(pass_began)
-                }),
-            };
-            if spent_half
-                || self.past(1.0)
-                || matches!(outcome.status, Status::Optimal)
-                || driver.config.block >= config.max_block
-                || driver.config.block >= self.graph.len()
-            {
-                return Ok((outcome, work));
-            }
-            driver.config.block = (driver.config.block * 2).min(config.max_block);
-        }
     }
 
     /// Stage 5, the choice. The search's result: the windows' plan, or the best portfolio
