@@ -62,6 +62,8 @@ pub(super) fn contended(
         return None;
     }
     let by_stream = dag.by_stream();
+    // Fewer thresholds under a smaller grid budget (a short time limit), never below 16.
+    let count = (THRESHOLDS * grid_work / GRID_WORK).clamp(16, THRESHOLDS);
     let mut best: Option<(u64, usize)> = None;
     let (mut total, mut before, mut after) = (
         vec![0u64; streams],
@@ -81,9 +83,9 @@ pub(super) fn contended(
                 .map(|&v| durations[v])
                 .fold(0u64, u64::saturating_add),
         )];
-        windows.extend(thresholds(ops, durations, head, tail));
+        windows.extend(thresholds(ops, durations, head, tail, count));
         windows.extend(
-            thresholds(ops, durations, tail, head)
+            thresholds(ops, durations, tail, head, count)
                 .into_iter()
                 .map(|(q, r, w)| (r, q, w)),
         );
@@ -174,13 +176,14 @@ fn grid(
 /// The windows of one compute stream's ops `ops` by thresholds on `key` (heads, or tails):
 /// `(threshold, least other, work)` for `J` = the ops whose `key` is at least the threshold,
 /// `least other` the smallest `other` (tails, or heads) over `J` and `work` their durations'
-/// sum; up to [`THRESHOLDS`] thresholds (every distinct value below that count, evenly spaced
+/// sum; up to `count` thresholds ([`THRESHOLDS`] by default; every distinct value below that count, evenly spaced
 /// ones above). O(n log n).
 fn thresholds(
     ops: &[usize],
     durations: &[u64],
     key: &[u64],
     other: &[u64],
+    count: usize,
 ) -> Vec<(u64, u64, u64)> {
     let mut sorted = ops.to_vec();
     sorted.sort_unstable_by_key(|&v| (key[v], v));
@@ -196,9 +199,9 @@ fn thresholds(
     let mut starts: Vec<usize> = (0..n)
         .filter(|&k| k == 0 || key[sorted[k]] != key[sorted[k - 1]])
         .collect();
-    if starts.len() > THRESHOLDS {
-        let step = starts.len() as f64 / THRESHOLDS as f64;
-        starts = (0..THRESHOLDS)
+    if starts.len() > count {
+        let step = starts.len() as f64 / count as f64;
+        starts = (0..count)
             .map(|i| starts[(i as f64 * step) as usize])
             .collect();
     }

@@ -144,6 +144,7 @@ impl Step<'_> {
         let mut best: Option<(Scheduled, u64, Outcome)> = None;
         let (mut shortest, mut stale) = (start.makespan_ns, 0u32);
         loop {
+            let pass_began = Instant::now();
             let effective;
             let problem = if contended {
                 let d: Vec<u64> = (0..self.graph.len())
@@ -185,6 +186,16 @@ impl Step<'_> {
                 stale += 1;
             }
             let changed = plan.timeline.start != timeline.start;
+            // What a pass costs beside the driver (lowering, checks, simulation): another pass
+            // starts only with twice that left, and the driver's own margin.
+            let overhead = pass_began.elapsed().saturating_sub(outcome.elapsed);
+            let no_time = config.work_limit.is_none()
+                && config.time_limit.is_some_and(|t| {
+                    let left = t
+                        .saturating_sub(self.began.elapsed())
+                        .saturating_sub(self.reserve);
+                    left < overhead * 2 + config.oddeven.window_time_limit * 2 + t.mul_f64(0.03)
+                });
             let kept = best
                 .as_ref()
                 .is_none_or(|(b, _, _)| plan.makespan_ns() < b.makespan_ns());
@@ -204,6 +215,7 @@ impl Step<'_> {
             if !contended
                 || passes >= MAX_PASSES
                 || self.past(1.0)
+                || no_time
                 || config.work_limit.is_some_and(|w| work >= w)
             {
                 break;
