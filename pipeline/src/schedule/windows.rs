@@ -189,13 +189,7 @@ impl Step<'_> {
             // What a pass costs beside the driver (lowering, checks, simulation): another pass
             // starts only with twice that left, and the driver's own margin.
             let overhead = pass_began.elapsed().saturating_sub(outcome.elapsed);
-            let no_time = config.work_limit.is_none()
-                && config.time_limit.is_some_and(|t| {
-                    let left = t
-                        .saturating_sub(self.began.elapsed())
-                        .saturating_sub(self.reserve);
-                    left < overhead * 2 + config.oddeven.window_time_limit * 2 + t.mul_f64(0.03)
-                });
+            let no_time = !self.room_for(overhead);
             let kept = best
                 .as_ref()
                 .is_none_or(|(b, _, _)| plan.makespan_ns() < b.makespan_ns());
@@ -241,6 +235,22 @@ impl Step<'_> {
             plan,
             bound,
             passes,
+        })
+    }
+
+    /// Whether another contended pass fits: without a time limit or under a work budget
+    /// always; else while what is left (less the reserve) covers twice `overhead` (what the
+    /// last pass cost beside the driver) and the driver's own margin.
+    fn room_for(&self, overhead: Duration) -> bool {
+        let config = self.config;
+        if config.work_limit.is_some() {
+            return true;
+        }
+        config.time_limit.is_none_or(|t| {
+            let left = t
+                .saturating_sub(self.began.elapsed())
+                .saturating_sub(self.reserve);
+            left >= overhead * 2 + config.oddeven.window_time_limit * 2 + t.mul_f64(0.03)
         })
     }
 
