@@ -129,6 +129,9 @@ proptest! {
             s.plan.validate(&g).unwrap();
         }
         prop_assert!(c >= r.lower_bound_ns);
-        prop_assert!(r.solver_makespan_ns <= r.start_makespan_ns);
+        // The windows never return a plan longer than their start (under contention their
+        // passes solve durations taken from plans other than the start, so their own
+        // makespan is not comparable with the start's: the simulated plan is).
+        prop_assert!(r.solver_plan.makespan_ns() <= r.start_makespan_ns);
     }
 }
