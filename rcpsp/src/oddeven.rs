@@ -215,17 +215,8 @@ impl OddEven {
             });
         }
         let clock = limits.clock();
-        let bound = if problem.len() <= bounds::ENERGETIC_MAX_ACTIVITIES {
-            bounds::lower_bound(problem)
-        } else {
-            let cp = bounds::critical_path(problem);
-            let en = bounds::energy(problem);
-            if en.value > cp.value {
-                en
-            } else {
-                cp
-            }
-        };
+        // Energetic reasoning only up to `ENERGETIC_MAX_ACTIVITIES`, as `lower_bound` decides.
+        let bound = bounds::lower_bound(problem);
         if problem.len() <= 2 * self.config.block {
             let mut outcome = self.inner.solve(problem, limits)?;
             outcome.solver = self.name.clone();

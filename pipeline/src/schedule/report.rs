@@ -122,13 +122,24 @@ impl Scheduled {
         contention: f64,
     ) -> Result<Self, GraphError> {
         let timeline = simulate(graph, &plan, durations, contention)?;
-        Ok(Self {
+        Ok(Self::from_timeline(scheduler, graph, plan, timeline))
+    }
+
+    /// `plan` of `graph` with `timeline`, its simulated timeline (with contention), already
+    /// computed.
+    pub fn from_timeline(
+        scheduler: Scheduler,
+        graph: &Graph,
+        plan: StreamPlan,
+        timeline: Timeline,
+    ) -> Self {
+        Self {
             scheduler,
             exposed_comm_ns: timeline.exposed_comm_ns(graph),
             peak_memory_bytes: timeline.peak_memory_bytes(graph),
             plan,
             timeline,
-        })
+        }
     }
 
     /// The simulated makespan (ns).

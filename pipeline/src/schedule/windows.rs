@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use concerto_graph::list;
 use concerto_graph::lower::{lower, schedule_of};
-use concerto_graph::{simulate, GraphError, StreamPlan};
+use concerto_graph::{simulate, GraphError, StreamPlan, Timeline};
 use concerto_rcpsp::{check, Limits, OddEven, Outcome, Problem, Solver, Status};
 
 use super::{Scheduled, Scheduler, Shared, Start, Step, WithinBudget};
@@ -44,18 +44,10 @@ const POLISH_DISTANCE: usize = 8;
 /// Most plans [`Step::polish`] simulates.
 const POLISH_EVALUATIONS: u64 = 50_000;
 
-/// The lower bound the odd-even driver computes on `problem`: energetic reasoning up to
-/// [`concerto_rcpsp::bounds::ENERGETIC_MAX_ACTIVITIES`] activities, else the critical path or
-/// the energy bound.
+/// The lower bound the odd-even driver computes on `problem` ([`concerto_rcpsp::lower_bound`]),
+/// in ns.
 fn rcpsp_bound(problem: &Problem) -> u64 {
-    let b = if problem.len() <= concerto_rcpsp::bounds::ENERGETIC_MAX_ACTIVITIES {
-        concerto_rcpsp::lower_bound(problem).value
-    } else {
-        concerto_rcpsp::bounds::critical_path(problem)
-            .value
-            .max(concerto_rcpsp::bounds::energy(problem).value)
-    };
-    b.max(0) as u64
+    concerto_rcpsp::lower_bound(problem).value.max(0) as u64
 }
 
 impl Step<'_> {
@@ -65,32 +57,49 @@ impl Step<'_> {
     /// [`POLISH_DISTANCE`] positions, at most [`POLISH_EVALUATIONS`] plans, until three
     /// quarters of the time limit), and renamed `<rule>+polish` when that shortens it.
     pub(super) fn polish(&self, start: Start) -> Result<Start, PipelineError> {
-        if self.budget.is_some() || self.graph.len() > POLISH_MAX_OPS {
-            return Ok(start);
-        }
         let stop = || match self.config.work_limit {
             Some(_) => self.past(1.0),
             None => self.past(0.75),
         };
+        Ok(
+            match self.polished(&start.plan, start.makespan_ns, &stop)? {
+                Some((plan, timeline)) => Start {
+                    plan,
+                    makespan_ns: timeline.makespan,
+                    timeline,
+                    name: format!("{}+polish", start.name),
+                },
+                None => start,
+            },
+        )
+    }
+
+    /// `plan`, simulated to `makespan_ns`, polished by [`list::polish`] until `stop`, with its
+    /// simulated timeline; `None` unless that shortened it, and on graphs of more than
+    /// [`POLISH_MAX_OPS`] ops or under a memory budget (the polish drops memory waits).
+    fn polished(
+        &self,
+        plan: &StreamPlan,
+        makespan_ns: u64,
+        stop: &dyn Fn() -> bool,
+    ) -> Result<Option<(StreamPlan, Timeline)>, PipelineError> {
+        if self.budget.is_some() || self.graph.len() > POLISH_MAX_OPS {
+            return Ok(None);
+        }
         let p = list::polish(
             self.graph,
-            &start.plan,
+            plan,
             &self.durations,
             self.contention,
             POLISH_DISTANCE,
             POLISH_EVALUATIONS,
-            &stop,
+            stop,
         )?;
-        if p.makespan_ns >= start.makespan_ns {
-            return Ok(start);
+        if p.makespan_ns >= makespan_ns {
+            return Ok(None);
         }
         let timeline = simulate(self.graph, &p.plan, &self.durations, self.contention)?;
-        Ok(Start {
-            plan: p.plan,
-            makespan_ns: timeline.makespan,
-            timeline,
-            name: format!("{}+polish", start.name),
-        })
+        Ok(Some((p.plan, timeline)))
     }
 
     /// Stage 4, the windows: the odd-even driver around `solver` from `start`. Under a
@@ -270,25 +279,17 @@ impl Step<'_> {
                 .simulated(Scheduler::Concerto, start.plan.clone())
                 .map_err(Into::into);
         }
-        if contended
-            && self.budget.is_none()
-            && self.graph.len() <= POLISH_MAX_OPS
-            && plan.makespan_ns() < start.makespan_ns
-        {
+        if contended && plan.makespan_ns() < start.makespan_ns {
             // The windows moved the start: polish their plan too, with what time is left.
-            let p = list::polish(
-                self.graph,
-                &plan.plan,
-                &self.durations,
-                self.contention,
-                POLISH_DISTANCE,
-                POLISH_EVALUATIONS,
-                &|| self.past(1.0),
-            )?;
-            if p.makespan_ns < plan.makespan_ns() {
-                return self
-                    .simulated(Scheduler::Concerto, p.plan)
-                    .map_err(Into::into);
+            if let Some((p, t)) =
+                self.polished(&plan.plan, plan.makespan_ns(), &|| self.past(1.0))?
+            {
+                return Ok(Scheduled::from_timeline(
+                    Scheduler::Concerto,
+                    self.graph,
+                    p,
+                    t,
+                ));
             }
         }
         Ok(plan)
@@ -313,13 +314,12 @@ impl Step<'_> {
             },
             work: 0,
             // The start's timeline is already simulated, with contention.
-            plan: Scheduled {
-                scheduler: Scheduler::Concerto,
-                exposed_comm_ns: start.timeline.exposed_comm_ns(self.graph),
-                peak_memory_bytes: start.timeline.peak_memory_bytes(self.graph),
-                plan: start.plan.clone(),
-                timeline: start.timeline.clone(),
-            },
+            plan: Scheduled::from_timeline(
+                Scheduler::Concerto,
+                self.graph,
+                start.plan.clone(),
+                start.timeline.clone(),
+            ),
             passes: 0,
         })
     }
