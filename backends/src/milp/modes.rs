@@ -24,9 +24,9 @@
 //!
 //! # Solve
 //! Without an initial solution, mode 0 everywhere scheduled by the serial SGS gives one (and
-//! the horizon). The initial solution is a complete warm start (microlp, HiGHS); CBC, which gets no warm
-//! start (see the module docs of [`super`]), searches for `C <= H - 1`, where infeasibility
-//! proves the initial solution optimal. Statuses map as in the RCPSP MILP: optimal, time limit
+//! the horizon). The initial solution is a complete warm start for HiGHS; CBC and microlp (see
+//! the module docs of [`super`]) search for `C <= H - 1` instead, where infeasibility proves the
+//! initial solution optimal. Statuses map as in the RCPSP MILP: optimal, time limit
 //! with or without a solution, infeasible; the backend's dual bound is the lower bound.
 
 use concerto_rcpsp::{
@@ -155,7 +155,7 @@ impl ModalSolver for MilpModal {
                 ),
             });
         }
-        let improve_only = initial.is_some() && !self.milp.backend.takes_warm_start();
+        let improve_only = initial.is_some() && self.milp.backend.searches_below_incumbent();
         let cap = if improve_only { horizon - 1 } else { horizon };
         if cap < mandatory_bound {
             return match initial {
