@@ -34,7 +34,19 @@ use super::Dag;
 pub(super) const THRESHOLDS: usize = 256;
 
 /// Work units per ns at full speed (the simulator's).
-const UNITS: u64 = 1000;
+pub(super) const UNITS: u64 = 1000;
+
+/// The simulator's rate of compute beside a collective and what it loses, in [`UNITS`] per
+/// ns: `(round(UNITS / c), UNITS - that)`; `None` when nothing is lost (`c = 1`, or not a
+/// number above 1).
+pub(super) fn rates(contention: f64) -> Option<(u64, u64)> {
+    if !(contention.is_finite() && contention > 1.0) {
+        return None;
+    }
+    let slowed = ((UNITS as f64 / contention).round() as u64).clamp(1, UNITS);
+    let lost = UNITS - slowed;
+    (lost > 0).then_some((slowed, lost))
+}
 
 /// The contended bound (see the module docs) over every compute stream, with `head` and `tail`
 /// (any valid heads and tails: longest paths or energy ones) and the contention factor
@@ -48,14 +60,7 @@ pub(super) fn contended(
     contention: f64,
     grid_work: usize,
 ) -> Option<(u64, usize)> {
-    if !(contention.is_finite() && contention > 1.0) {
-        return None;
-    }
-    let slowed = ((UNITS as f64 / contention).round() as u64).clamp(1, UNITS);
-    let lost = UNITS - slowed;
-    if lost == 0 {
-        return None;
-    }
+    let (_, lost) = rates(contention)?;
     let streams = dag.streams.len();
     let comm: Vec<usize> = (0..dag.n).filter(|&v| dag.is_target(v)).collect();
     if comm.is_empty() {
@@ -196,17 +201,23 @@ fn thresholds(
         work[k] = work[k + 1].saturating_add(durations[v]);
         least[k] = least[k + 1].min(other[v]);
     }
-    let mut starts: Vec<usize> = (0..n)
-        .filter(|&k| k == 0 || key[sorted[k]] != key[sorted[k - 1]])
-        .collect();
-    if starts.len() > count {
-        let step = starts.len() as f64 / count as f64;
-        starts = (0..count)
-            .map(|i| starts[(i as f64 * step) as usize])
-            .collect();
-    }
-    starts
+    spaced_starts(&sorted, key, count)
         .into_iter()
         .map(|k| (key[sorted[k]], least[k], work[k]))
+        .collect()
+}
+
+/// The positions in `sorted` (sorted by `key`) where a new `key` value begins: every one when
+/// there are at most `count`, else `count` evenly spaced ones. O(n).
+pub(super) fn spaced_starts(sorted: &[usize], key: &[u64], count: usize) -> Vec<usize> {
+    let starts: Vec<usize> = (0..sorted.len())
+        .filter(|&k| k == 0 || key[sorted[k]] != key[sorted[k - 1]])
+        .collect();
+    if starts.len() <= count {
+        return starts;
+    }
+    let step = starts.len() as f64 / count as f64;
+    (0..count)
+        .map(|i| starts[(i as f64 * step) as usize])
         .collect()
 }

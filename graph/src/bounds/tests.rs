@@ -578,3 +578,81 @@ fn a_collective_free_to_run_early_still_counts_beyond_what_the_channel_does_befo
     assert_eq!((bc.best().kind, bc.value_ns()), (BoundKind::Contended, 150));
     assert_eq!(opt, 150);
 }
+
+/// A ZeRO-2-like step: forward `f`, a data-gradient chain `b`, `e`, and a weight gradient `w`
+/// that nothing but its reduce-scatter needs; the last gradient `e` has a reduce-scatter, an
+/// update `u` and an all-gather after it.
+fn zero2_like() -> Graph {
+    let mut b = GraphBuilder::new("zero2");
+    let gemm = |name: &str| Op::compute(name, ComputeClass::Gemm, 1, 1);
+    let link = LinkClass::InterNode;
+    let f = b.add(gemm("f"), &[]);
+    let bw = b.add(gemm("b"), &[f]);
+    let w = b.add(gemm("w"), &[f]);
+    let e = b.add(gemm("e"), &[bw]);
+    let rs = |name: &str| Op::collective(name, CollectiveKind::ReduceScatter, 8, 8, link);
+    b.add(rs("rs_w"), &[w]);
+    let re = b.add(rs("rs_e"), &[e]);
+    let u = b.add(Op::compute("u", ComputeClass::Elementwise, 1, 1), &[re]);
+    b.add(
+        Op::collective("ag_e", CollectiveKind::AllGather, 8, 8, link),
+        &[u],
+    );
+    b.finish()
+}
+
+#[test]
+fn the_pivot_bound_sees_the_last_gradients_chain_of_pure_communication() {
+    // After `rs_e` starts, the channel is busy for 62 ns (`rs_e`, `u`, `ag_e`) with nothing
+    // for compute but `u`; `w` could run then only if `rs_w` did too, which the channel has no
+    // room for. The plain contended bound lets `w` fill that stretch at full speed (127); the
+    // pivot bound on `rs_e` gives 138, the optimum being 140.
+    let g = zero2_like();
+    let d = [30, 20, 20, 10, 20, 30, 2, 30];
+    let c = 1.45;
+    let opt = brute_force_contended(&g, &d, c);
+    assert_eq!(opt, 140);
+    let dag = Dag::new(&g);
+    let h = energy_horizons(&dag, &d, ENERGY_WORK_BUDGET);
+    let plain = contended::contended(&dag, &d, &h.head, &h.tail, c, contended::GRID_WORK);
+    assert_eq!(plain.map(|(v, _)| v), Some(127));
+    let bc = bounds_contended(&g, &d, c);
+    assert_eq!((bc.best().kind, bc.value_ns()), (BoundKind::Contended, 138));
+}
+
+#[test]
+fn pivot_bounds_are_at_most_the_contended_brute_force_optimum() {
+    // Random steps of seven or eight ops (up to 40,320 orders each), and the ZeRO-2-like
+    // step above with random durations, where the pivot bound often binds.
+    let mut raised = 0;
+    for seed in 0..120 {
+        let (g, d) = if seed % 2 == 0 {
+            random_step(seed, 7 + (seed % 4 / 2) as usize, 2 + seed % 3, 30)
+        } else {
+            let mut next = lcg(seed);
+            let g = zero2_like();
+            let d = (0..g.len()).map(|_| 1 + next(30)).collect();
+            (g, d)
+        };
+        let dag = Dag::new(&g);
+        let h = energy_horizons(&dag, &d, ENERGY_WORK_BUDGET);
+        for c in [1.45, 2.0] {
+            let opt = brute_force_contended(&g, &d, c);
+            let Some((value, _)) = pivot::pivot(&dag, &d, &h.head, &h.tail, c, 256, 8) else {
+                continue;
+            };
+            assert!(
+                value <= opt,
+                "seed {seed} x{c}: pivot {value} > optimum {opt}"
+            );
+            let plain = contended::contended(&dag, &d, &h.head, &h.tail, c, contended::GRID_WORK);
+            if plain.is_none_or(|(p, _)| value > p) {
+                raised += 1;
+            }
+        }
+    }
+    assert!(
+        raised >= 15,
+        "the pivot bound raises the contended bound in {raised} cases only"
+    );
+}
