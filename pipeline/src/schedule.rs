@@ -46,8 +46,8 @@
 //! ([`baselines::lhs_within`]); the other baselines ignore memory and report their peak.
 //!
 //! The time limit covers the whole step: the portfolio stops at half of what is left when it
-//! begins, the polish at three quarters of the limit, and the windows (skipped when no time is
-//! left) stop early enough to leave room for the final simulations (measured on the first
+//! begins, the polish at three quarters of the limit, and the windows (skipped when the time
+//! left would not hold twice what a pass costs beside the driver) stop early enough to leave room for the final simulations (measured on the first
 //! baseline's). Cost: the baselines, the bounds and each simulation are O((ops + deps) log
 //! ops); the portfolio and the windows are bounded by the time limit or the work budget.
 
@@ -202,6 +202,9 @@ struct Step<'a> {
     /// solver's plan, the hints): set by [`Step::baselines`] from what the first simulation
     /// cost.
     reserve: Duration,
+    /// What the first simulation cost (program order's), set by [`Step::baselines`]: the unit
+    /// the windows price a pass in.
+    one_simulation: Duration,
 }
 
 /// What the portfolio stage found: concerto's own plans.
@@ -268,6 +271,7 @@ impl<'a> Step<'a> {
             budget: config.memory_budget,
             peak_floor,
             reserve: Duration::ZERO,
+            one_simulation: Duration::ZERO,
         })
     }
 
@@ -310,6 +314,7 @@ impl<'a> Step<'a> {
         let (graph, durations) = (self.graph, &self.durations);
         let program = self.simulated(Scheduler::ProgramOrder, baselines::program_order(graph)?)?;
         let one_simulation = self.began.elapsed();
+        self.one_simulation = one_simulation;
         self.reserve =
             one_simulation * (2 + self.config.hints.len() as u32) + Duration::from_millis(20);
         let mut results = vec![program];
