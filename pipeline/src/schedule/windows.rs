@@ -142,10 +142,7 @@ impl Step<'_> {
         let config = self.config;
         let contended = self.contention > 1.0;
         let mut driver = OddEven::new(Box::new(Shared(solver)), config.oddeven.clone());
-        // A first pass needs its cost beside the driver and one window's time limit.
-        let first_pass = self.one_simulation * PASS_SIMULATIONS + config.oddeven.window_time_limit;
-        let no_room = self.left().is_some_and(|left| left < first_pass);
-        if config.work_limit.is_none() && (self.past(1.0) || no_room) {
+        if self.no_room_for_windows() {
             return self.skipped(start, driver.name());
         }
         let free = &lower(self.graph, &self.durations)?.problem;
@@ -271,6 +268,16 @@ impl Step<'_> {
             }
             _ => true,
         }
+    }
+
+    /// Whether the windows must be skipped: with a time limit and no work budget, when the
+    /// limit (less the reserve) has passed or what is left would not hold a first pass (its
+    /// cost beside the driver, [`PASS_SIMULATIONS`] first simulations, and one window's limit).
+    fn no_room_for_windows(&self) -> bool {
+        let config = self.config;
+        let first_pass = self.one_simulation * PASS_SIMULATIONS + config.oddeven.window_time_limit;
+        let no_room = self.left().is_some_and(|left| left < first_pass);
+        config.work_limit.is_none() && (self.past(1.0) || no_room)
     }
 
     /// The time left before the limit, less the reserve (`None` without a time limit).
