@@ -47,8 +47,8 @@
 //!
 //! The time limit covers the whole step: the portfolio stops at half of what is left when it
 //! begins, the polish at three quarters of the limit, and the windows (skipped when the time
-//! left would not hold twice what a pass costs beside the driver) stop early enough to leave room for the final simulations (measured on the first
-//! baseline's). Cost: the baselines, the bounds and each simulation are O((ops + deps) log
+//! left would not hold a pass: its cost beside the driver and one window) stop early enough
+//! to leave room for the final simulations (measured on the first baseline's). Cost: the baselines, the bounds and each simulation are O((ops + deps) log
 //! ops); the portfolio and the windows are bounded by the time limit or the work budget.
 
 mod config;
@@ -198,12 +198,9 @@ struct Step<'a> {
     budget: Option<u64>,
     /// A peak no plan can go below ([`memory::peak_lower_bound`]).
     peak_floor: u64,
-    /// Kept back at the end of the step for the simulations that follow the search (the
-    /// solver's plan, the hints): set by [`Step::baselines`] from what the first simulation
-    /// cost.
-    reserve: Duration,
-    /// What the first simulation cost (program order's), set by [`Step::baselines`]: the unit
-    /// the windows price a pass in.
+    /// What the first simulation cost (program order's, timed from the step's start), set by
+    /// [`Step::baselines`]: the unit of [`Step::reserve`] and of what the windows expect a
+    /// pass to cost.
     one_simulation: Duration,
 }
 
@@ -270,7 +267,6 @@ impl<'a> Step<'a> {
             contention: hardware.contention,
             budget: config.memory_budget,
             peak_floor,
-            reserve: Duration::ZERO,
             one_simulation: Duration::ZERO,
         })
     }
@@ -292,6 +288,13 @@ impl<'a> Step<'a> {
         self.budget.is_none_or(|b| s.peak_memory_bytes <= b)
     }
 
+    /// Kept back at the end of the step for the simulations that follow the search (the
+    /// solver's plan, the hints): one simulation each, and the program order's twice, plus
+    /// 20 ms.
+    fn reserve(&self) -> Duration {
+        self.one_simulation * (2 + self.config.hints.len() as u32) + Duration::from_millis(20)
+    }
+
     /// Whether `share` of the time limit, less the reserve, has passed (never without one).
     fn past(&self, share: f64) -> bool {
         self.past_from(Duration::ZERO, share)
@@ -302,7 +305,7 @@ impl<'a> Step<'a> {
     fn past_from(&self, at: Duration, share: f64) -> bool {
         self.config.time_limit.is_some_and(|t| {
             let end = at + t.saturating_sub(at).mul_f64(share);
-            self.began.elapsed() >= end.saturating_sub(self.reserve)
+            self.began.elapsed() >= end.saturating_sub(self.reserve())
         })
     }
 
@@ -313,10 +316,7 @@ impl<'a> Step<'a> {
     fn baselines(&mut self) -> Result<Vec<Scheduled>, PipelineError> {
         let (graph, durations) = (self.graph, &self.durations);
         let program = self.simulated(Scheduler::ProgramOrder, baselines::program_order(graph)?)?;
-        let one_simulation = self.began.elapsed();
-        self.one_simulation = one_simulation;
-        self.reserve =
-            one_simulation * (2 + self.config.hints.len() as u32) + Duration::from_millis(20);
+        self.one_simulation = self.began.elapsed();
         let mut results = vec![program];
         if let Some(plan) = self
             .config

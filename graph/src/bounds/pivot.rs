@@ -2,8 +2,9 @@
 //! channel must spend on one collective's chain.
 //!
 //! Take a compute stream `s`, a channel `k`, a collective `x` on `k` (the pivot) and a window
-//! start `r` no later than `x`'s head; let `S >= r` be `x`'s start, `C` the work of `k`, `b = min(r, before)` what `k` can do
-//! before `r` (as in the contended bound), `J` the ops of `s` with a head at least `r`. Every
+//! start `r` no later than `x`'s head; let `S >= r` be `x`'s start, `C` the work of `k`,
+//! `b = min(r, before)` what `k` can do before `r` (as in the contended bound), `J` the ops of
+//! `s` with a head at least `r`. Every
 //! ancestor of `x` ends by `S`; let `L` be the other ops of `J` that end after `S`. After `S`
 //! the channel runs `x` and its descendants on `k` (work `Q`), and the collectives on `k` that
 //! descend from `L` (work `D(L)`), none of which can start before `S`; so `T - S >= Δ` with
@@ -55,7 +56,20 @@ pub(super) fn pivot(
         return None;
     }
     comm.sort_unstable_by_key(|&x| (std::cmp::Reverse(durations[x].saturating_add(tail[x])), x));
-    let by_stream = dag.by_stream();
+    // Per compute stream, its ops by head and the positions of the window starts: the same
+    // for every pivot.
+    let by_stream: Vec<Option<(Vec<usize>, Vec<usize>)>> = dag
+        .by_stream()
+        .into_iter()
+        .enumerate()
+        .map(|(s, mut ops)| {
+            (!ops.is_empty() && !dag.streams[s].is_comm()).then(|| {
+                ops.sort_unstable_by_key(|&v| (head[v], v));
+                let starts = spaced_starts(&ops, head, count);
+                (ops, starts)
+            })
+        })
+        .collect();
     let mut marks = Marks::new(dag.n);
     let mut best: Option<(u64, usize)> = None;
     for &x in comm.iter().take(pivots) {
@@ -74,10 +88,11 @@ pub(super) fn pivot(
         let total = channel
             .iter()
             .fold(0u64, |a, &y| a.saturating_add(durations[y]));
-        for (s, ops) in by_stream.iter().enumerate() {
-            if ops.is_empty() || dag.streams[s].is_comm() {
-                continue;
-            }
+        for (s, (ops, starts)) in by_stream
+            .iter()
+            .enumerate()
+            .filter_map(|(s, x)| x.as_ref().map(|x| (s, x)))
+        {
             let free: Vec<usize> = ops.iter().copied().filter(|&v| !above[v]).collect();
             let loss = losses(dag, durations, &free, k, &below, &mut marks, slowed);
             // Per op of `s`: its work, and (for ops not above x) what it may save by ending
@@ -87,8 +102,8 @@ pub(super) fn pivot(
                 saving[v] = (l, durations[v]);
             }
             // The window must begin by the pivot's start (`r <= S`).
-            let starts = windows(ops, durations, head, &saving, count);
-            for (r, w, lossy, loose) in starts.into_iter().filter(|&(r, ..)| r <= head[x]) {
+            let windows = windows(ops, starts, durations, head, &saving);
+            for (r, w, lossy, loose) in windows.into_iter().filter(|&(r, ..)| r <= head[x]) {
                 let before = channel
                     .iter()
                     .filter(|&&y| head[y] < r)
@@ -148,18 +163,17 @@ fn losses(
         .collect()
 }
 
-/// Window starts of one compute stream by head thresholds (chosen as [`spaced_starts`]
-/// does): `(r, W(J), Σ loss, Σ work)` over `J` = the ops with a head at least `r`, the sums
-/// over `saving`'s `(loss, work)` (zero for the ancestors of the pivot). O(n log n).
+/// The windows of one compute stream, its ops `sorted` by head and `starts` the positions
+/// in it where windows begin ([`spaced_starts`]): `(r, W(J), Σ loss, Σ work)` over `J` = the
+/// ops with a head at least `r`, the sums over `saving`'s `(loss, work)` (zero for the
+/// ancestors of the pivot). O(n).
 fn windows(
-    ops: &[usize],
+    sorted: &[usize],
+    starts: &[usize],
     durations: &[u64],
     head: &[u64],
     saving: &[(u64, u64)],
-    count: usize,
 ) -> Vec<(u64, u64, u64, u64)> {
-    let mut sorted = ops.to_vec();
-    sorted.sort_unstable_by_key(|&v| (head[v], v));
     let n = sorted.len();
     let mut sums = vec![(0u64, 0u64, 0u64); n + 1];
     for i in (0..n).rev() {
@@ -171,9 +185,9 @@ fn windows(
             f.saturating_add(saving[v].1),
         );
     }
-    spaced_starts(&sorted, head, count)
-        .into_iter()
-        .map(|i| (head[sorted[i]], sums[i].0, sums[i].1, sums[i].2))
+    starts
+        .iter()
+        .map(|&i| (head[sorted[i]], sums[i].0, sums[i].1, sums[i].2))
         .collect()
 }
 

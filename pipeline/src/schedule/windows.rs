@@ -284,7 +284,7 @@ impl Step<'_> {
     fn left(&self) -> Option<Duration> {
         self.config.time_limit.map(|t| {
             t.saturating_sub(self.began.elapsed())
-                .saturating_sub(self.reserve)
+                .saturating_sub(self.reserve())
         })
     }
 
@@ -375,7 +375,7 @@ impl Step<'_> {
                     .map_or(Duration::ZERO, |t| t.mul_f64(0.03));
             let left = deadline.map(|d| {
                 d.saturating_duration_since(Instant::now())
-                    .saturating_sub(self.reserve + margin)
+                    .saturating_sub(self.reserve() + margin)
             });
             if left.is_some_and(|l| l.is_zero()) && config.work_limit.is_none() {
                 // No time left for a run of the driver (its setup alone takes about a second
