@@ -1,7 +1,7 @@
 //! Reading a graph from any supported file, by its extension.
 //!
-//! `.hlo` and `.txt` are XLA HLO text modules ([`crate::hlo`]); anything else is JSON,
-//! gzipped or not (by its magic number): a PyTorch profiler trace ([`crate::kineto`]) when it
+//! `.hlo` and `.txt` are XLA HLO text modules ([`crate::hlo`]), gzipped or not (`.hlo.gz`);
+//! anything else is JSON, gzipped or not (by its magic number): a PyTorch profiler trace ([`crate::kineto`]) when it
 //! has a `traceEvents` key, else the native JSON graph format ([`Graph::from_json`]). Every
 //! error names the file.
 
@@ -50,20 +50,57 @@ pub enum ReadError {
     },
 }
 
-/// Whether `path` is read as an HLO text module (`.hlo`, `.txt`).
+/// Whether `path` is read as an HLO text module (`.hlo`, `.txt`, or either with `.gz`).
 pub fn is_hlo(path: &Path) -> bool {
-    matches!(
-        path.extension().and_then(|e| e.to_str()),
-        Some("hlo" | "txt")
-    )
+    let ext = |p: &Path| p.extension().and_then(|e| e.to_str()).map(str::to_owned);
+    let ext = match ext(path).as_deref() {
+        Some("gz") => path.file_stem().and_then(|s| ext(Path::new(s))),
+        other => other.map(str::to_owned),
+    };
+    matches!(ext.as_deref(), Some("hlo" | "txt"))
 }
 
-/// Reads and parses the HLO module at `path` (errors name the file).
-pub fn read_module(path: &Path) -> Result<hlo::Module, ReadError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+/// A graph file's name without its format's extensions: `llama31_8b_bf16_1x8` for
+/// `llama31_8b_bf16_1x8.hlo.gz`, `a100_2rank_rank0` for `a100_2rank_rank0.json.gz`.
+pub fn display_stem(path: &Path) -> String {
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_owned(),
+        _ => name.to_owned(),
+    }
+}
+
+/// Reads the text file at `path`, decompressing it when it starts with gzip's magic number
+/// (errors name the file).
+pub fn read_text(path: &Path) -> Result<String, ReadError> {
+    let io = |source| ReadError::Io {
         path: path.to_path_buf(),
         source,
-    })?;
+    };
+    let bytes = std::fs::read(path).map_err(io)?;
+    let bytes = if kineto::is_gzip(&bytes) {
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut flate2::read::MultiGzDecoder::new(&bytes[..]), &mut out)
+            .map_err(|e| io(std::io::Error::new(e.kind(), format!("gzip: {e}"))))?;
+        out
+    } else {
+        bytes
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        io(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        ))
+    })
+}
+
+/// Reads and parses the HLO module at `path`, gzipped or not (errors name the file).
+pub fn read_module(path: &Path) -> Result<hlo::Module, ReadError> {
+    let text = read_text(path)?;
     hlo::parse(&text).map_err(|source| ReadError::Hlo {
         path: path.to_path_buf(),
         source,
@@ -214,5 +251,58 @@ mod tests {
         let e = read_graph(&json, &ImportOptions::default()).unwrap_err();
         assert!(matches!(e, ReadError::Graph { .. }), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A gzipped HLO module reads as the plain one (same graph, same schedule); a damaged gzip
+    /// stream is an I/O error naming the file, never a panic or a parse of garbage.
+    #[test]
+    fn gzipped_modules_read_like_plain_ones() {
+        use std::io::Write as _;
+        let dir = std::env::temp_dir().join(format!("concerto-read-gz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let plain = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fixtures/hlo_gpu/gpt_mix2x4_l1_cublas.gpu.hlo"
+        ));
+        let text = std::fs::read(plain).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&text).unwrap();
+        let bytes = gz.finish().unwrap();
+        let zipped = dir.join("m.gpu.hlo.gz");
+        std::fs::write(&zipped, &bytes).unwrap();
+        assert!(is_hlo(&zipped) && is_hlo(plain) && !is_hlo(&dir.join("t.json.gz")));
+        let options = ImportOptions::default();
+        let (a, b) = (
+            read_imported(plain, &options).unwrap(),
+            read_imported(&zipped, &options).unwrap(),
+        );
+        assert_eq!(a.graph.fingerprint(), b.graph.fingerprint());
+        assert_eq!(a.schedule, b.schedule);
+        assert!(
+            b.schedule.is_some(),
+            "a compiled module carries XLA's schedule"
+        );
+        let damaged = dir.join("damaged.hlo.gz");
+        std::fs::write(&damaged, &bytes[..bytes.len() / 2]).unwrap();
+        let e = read_graph(&damaged, &options).unwrap_err();
+        assert!(matches!(e, ReadError::Io { .. }), "{e}");
+        assert!(
+            e.to_string().contains("damaged.hlo.gz") && e.to_string().contains("gzip"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn display_stems_drop_the_format_extensions() {
+        for (path, stem) in [
+            ("data/hlo/llama31_8b_bf16_1x8.hlo.gz", "llama31_8b_bf16_1x8"),
+            ("a/m.hlo", "m"),
+            ("t/a100_2rank_rank0.json.gz", "a100_2rank_rank0"),
+            ("g.json", "g"),
+            ("noext", "noext"),
+        ] {
+            assert_eq!(display_stem(Path::new(path)), stem, "{path}");
+        }
     }
 }

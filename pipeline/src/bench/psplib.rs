@@ -374,16 +374,13 @@ impl PsplibSummary {
     }
 }
 
-/// An instance's name: its file stem (`j301_1`).
+/// An instance's name: its file name without `.sm` or `.sm.gz` (`j301_1`).
 pub fn instance_name(path: &Path) -> String {
-    path.file_stem()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned()
+    concerto_rcpsp::io::instance_name(path)
 }
 
-/// The `.sm` files of `dir` whose file name matches `only` (`*` matches any run of
-/// characters, e.g. `j30*_1.sm`), in natural order (digit runs compare as numbers, so
+/// The `.sm` files of `dir`, gzipped or not (`.sm.gz`), whose file name without `.gz` matches
+/// `only` (`*` matches any run of characters, e.g. `j30*_1.sm`), in natural order (digit runs compare as numbers, so
 /// `j302_1` comes before `j3010_1`), the first `limit` of them. An empty selection is an
 /// error. Cost: O(f log f) in the directory's files.
 pub fn list_instances(
@@ -399,7 +396,8 @@ pub fn list_instances(
     for entry in std::fs::read_dir(dir).map_err(read_dir)? {
         let path = entry.map_err(read_dir)?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-        if path.extension().is_some_and(|x| x == "sm") && only.is_none_or(|p| glob(p, name)) {
+        let name = name.strip_suffix(".gz").unwrap_or(name);
+        if name.ends_with(".sm") && only.is_none_or(|p| glob(p, name)) {
             files.push(path);
         }
     }
@@ -456,12 +454,11 @@ pub fn run(
                 let Some(path) = files.get(k) else {
                     return;
                 };
-                let stem = path.file_stem().unwrap_or_default().to_string_lossy();
                 let row = solve_instance(
                     path,
                     solver,
                     &config.limits,
-                    config.reference.get(stem.as_ref()),
+                    config.reference.get(&instance_name(path)),
                 );
                 let message = format!(
                     "{} {}",

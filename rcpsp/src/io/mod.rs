@@ -7,7 +7,9 @@
 //! | Concerto JSON problem / schedule | yes | yes | [`json`] |
 //!
 //! Every error names the file, and for text formats the line and column and what was
-//! expected there.
+//! expected there. Any of them may be gzipped (`j301_1.sm.gz`): a file that starts with
+//! gzip's magic number is decompressed, and a final `.gz` is left out when the format is
+//! chosen by extension.
 
 pub mod json;
 pub mod patterson;
@@ -118,15 +120,12 @@ pub enum ReadError {
     },
 }
 
-/// Reads a problem, choosing the format by extension: `.sm`, `.rcp` or `.json`.
+/// Reads a problem, choosing the format by extension: `.sm`, `.rcp` or `.json`, each
+/// optionally gzipped (`.sm.gz`).
 pub fn read_problem(path: impl AsRef<Path>) -> Result<Problem, ReadError> {
     let path = path.as_ref();
     let file = path.display().to_string();
-    let extension = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
+    let extension = format_extension(path);
     let parse: fn(&str, &str) -> Result<Problem, ReadError> = match extension.as_str() {
         "sm" => psplib::parse,
         "rcp" => patterson::parse,
@@ -137,12 +136,117 @@ pub fn read_problem(path: impl AsRef<Path>) -> Result<Problem, ReadError> {
     parse(&text, &file)
 }
 
-/// Reads a file to a string, naming it in the error.
+/// The extension that names a file's format, lower case: the last one, or the one before a
+/// final `.gz` (`sm` for `j301_1.sm.gz`).
+pub fn format_extension(path: &Path) -> String {
+    let ext = |p: &Path| {
+        p.extension()
+            .and_then(|e| e.to_str())
+            .unwrap_or("")
+            .to_ascii_lowercase()
+    };
+    match ext(path).as_str() {
+        "gz" => path
+            .file_stem()
+            .map_or_else(String::new, |s| ext(Path::new(s))),
+        e => e.to_owned(),
+    }
+}
+
+/// The file name without its format extension (and without a final `.gz`): `j301_1` for
+/// `j30/j301_1.sm.gz`.
+pub fn instance_name(path: &Path) -> String {
+    let name = path
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem.to_owned(),
+        _ => name.to_owned(),
+    }
+}
+
+/// Reads a file to a string, naming it in the error; a file that starts with gzip's magic
+/// number is decompressed first (multi-member streams too).
 pub(crate) fn read_text(path: &Path) -> Result<String, ReadError> {
-    std::fs::read_to_string(path).map_err(|source| ReadError::Io {
+    let io = |source| ReadError::Io {
         file: path.display().to_string(),
         source,
-    })
+    };
+    let bytes = std::fs::read(path).map_err(io)?;
+    if !bytes.starts_with(&[0x1f, 0x8b]) {
+        return String::from_utf8(bytes).map_err(|e| {
+            io(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+            ))
+        });
+    }
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::MultiGzDecoder::new(&bytes[..]),
+        &mut text,
+    )
+    .map_err(|e| io(std::io::Error::new(e.kind(), format!("gzip: {e}"))))?;
+    Ok(text)
 }
 
 pub use json::{problem_to_json, read_schedule, schedule_from_json, schedule_to_json};
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(bytes).unwrap();
+        gz.finish().unwrap()
+    }
+
+    /// `j301_1.sm.gz` reads as `j301_1.sm` (the same problem); a damaged stream is an I/O
+    /// error naming the file.
+    #[test]
+    fn gzipped_instances_read_like_plain_ones() {
+        let dir = std::env::temp_dir().join(format!("concerto-rcpsp-gz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let plain = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../fixtures/psplib/j30/j301_1.sm"
+        ));
+        let zipped = dir.join("j301_1.sm.gz");
+        let bytes = gzip(&std::fs::read(plain).unwrap());
+        std::fs::write(&zipped, &bytes).unwrap();
+        let (a, b) = (read_problem(plain).unwrap(), read_problem(&zipped).unwrap());
+        assert_eq!(problem_to_json(&a), problem_to_json(&b));
+        let damaged = dir.join("damaged.sm.gz");
+        std::fs::write(&damaged, &bytes[..bytes.len() / 3]).unwrap();
+        let e = read_problem(&damaged).unwrap_err();
+        assert!(matches!(e, ReadError::Io { .. }), "{e}");
+        assert!(
+            e.to_string().contains("damaged.sm.gz") && e.to_string().contains("gzip"),
+            "{e}"
+        );
+        let e = read_problem(dir.join("x.csv.gz")).unwrap_err();
+        assert!(
+            matches!(e, ReadError::UnknownFormat { ref extension, .. } if extension == "csv"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn names_and_formats_ignore_a_final_gz() {
+        for (path, ext, name) in [
+            ("data/psplib/j30/j301_1.sm.gz", "sm", "j301_1"),
+            ("j301_1.sm", "sm", "j301_1"),
+            ("x/p.RCP", "rcp", "p"),
+            ("a.b.json.gz", "json", "a.b"),
+            ("plain", "", "plain"),
+        ] {
+            assert_eq!(format_extension(Path::new(path)), ext, "{path}");
+            assert_eq!(instance_name(Path::new(path)), name, "{path}");
+        }
+    }
+}

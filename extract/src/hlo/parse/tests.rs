@@ -759,19 +759,13 @@ fn never_panics_on_truncations() {
     }
 }
 
-/// Parses the real Llama 3.1 8B module when `CONCERTO_SHARED` (default `../shared` from
-/// the workspace) has it. Run with
-/// `cargo test --release -p concerto-extract -- --ignored --nocapture real_module`.
+/// Parses the real Llama 3.1 8B module of the repository's data folder (`data/hlo`, 3 MB of
+/// text); `--nocapture` prints how long it took.
 #[test]
-#[ignore = "reads the shared 3 MB module; run in release with --ignored --nocapture"]
 fn real_module() {
-    let dir = std::env::var("CONCERTO_SHARED")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared").into());
-    let path = std::path::Path::new(&dir).join("hlo/llama31_8b_bf16_1x8.hlo");
-    let Ok(text) = std::fs::read_to_string(&path) else {
-        eprintln!("skipped: {} is missing", path.display());
-        return;
-    };
+    let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../data/hlo"))
+        .join("llama31_8b_bf16_1x8.hlo.gz");
+    let text = crate::read::read_text(&path).unwrap_or_else(|e| panic!("{e}"));
     let start = std::time::Instant::now();
     let module = parse(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let elapsed = start.elapsed();
