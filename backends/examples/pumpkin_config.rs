@@ -4,7 +4,7 @@
 //!
 //! ```console
 //! $ cargo run --release -p concerto-backends --example pumpkin_config -- \
-//!     --time-limit 30 --edge-finding false --dual-probes false ../shared/psplib/j30/j3013_2.sm
+//!     --time-limit 30 --edge-finding false --dual-probes false data/psplib/j30/j3013_2.sm
 //! ```
 //!
 //! Flags (each optional, defaults from `PumpkinConfig::default()`): `--time-limit SECS`

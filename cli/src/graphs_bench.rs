@@ -8,6 +8,7 @@ use clap::Args;
 use concerto_pipeline::bench::graphs::{self, GraphsRowSummary};
 use concerto_pipeline::bench::shard::Shard;
 
+use crate::data::DataArgs;
 use crate::io::read_input;
 use crate::opts::OptimizeOpts;
 use crate::progress;
@@ -22,13 +23,17 @@ pub(crate) struct GraphsArgs {
     /// Only the configurations whose name contains this.
     #[arg(long, value_name = "PATTERN")]
     pub(crate) only: Option<String>,
-    /// Also run these graphs first (XLA HLO text modules or native JSON graphs), named by
-    /// their file stem; `--shared` adds the three modules of `$CONCERTO_SHARED/hlo`.
+    /// Also run these graphs first (XLA HLO text modules, gzipped or not, native JSON graphs
+    /// or profiler traces), named by their file name without extensions.
     #[arg(long = "graph", value_name = "FILE")]
     pub(crate) graphs: Vec<PathBuf>,
-    /// Also run the real XLA train steps in `$CONCERTO_SHARED/hlo` (default `../shared`).
+    /// Also run the three real XLA train steps of the data folder (`data/hlo`: Llama 3.1 8B
+    /// and 70B, Mixtral 8x7B; see `data/README.md`), after the `--graph` files.
     #[arg(long)]
-    pub(crate) shared: bool,
+    pub(crate) xla_steps: bool,
+    #[command(flatten)]
+    #[serde(skip)]
+    pub(crate) data: DataArgs,
     /// Print one JSON array instead of the table (with `--shard`: the shard's file for
     /// `concerto bench merge`).
     #[arg(long)]
@@ -42,8 +47,8 @@ pub(crate) struct GraphsArgs {
     pub(crate) shard: Option<Shard>,
 }
 
-/// The three real XLA modules of the shared data folder.
-const SHARED_MODULES: [&str; 3] = [
+/// The three real XLA train steps of the data folder (`data/hlo/<name>.hlo.gz`).
+const XLA_STEPS: [&str; 3] = [
     "llama31_8b_bf16_1x8",
     "llama31_70b_bf16_32x8",
     "mixtral_8x7b_bf16_2x8",
@@ -52,19 +57,12 @@ const SHARED_MODULES: [&str; 3] = [
 pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
     let pipeline = args.opts.pipeline()?;
     let mut paths = args.graphs.clone();
-    if args.shared {
-        let dir = PathBuf::from(
-            std::env::var("CONCERTO_SHARED").unwrap_or_else(|_| "../shared".to_string()),
-        )
-        .join("hlo");
-        for m in SHARED_MODULES {
-            let path = dir.join(format!("{m}.hlo"));
+    if args.xla_steps {
+        let dir = args.data.sub("hlo", "--xla-steps")?;
+        for m in XLA_STEPS {
+            let path = dir.join(format!("{m}.hlo.gz"));
             if !path.is_file() {
-                return Err(anyhow::anyhow!(
-                    "--shared: {} is missing (set CONCERTO_SHARED to the shared data folder)",
-                    path.display()
-                )
-                .into());
+                return Err(anyhow::anyhow!("--xla-steps: {} is missing", path.display()).into());
             }
             paths.push(path);
         }
@@ -73,10 +71,7 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
     let mut extra = Vec::new();
     for path in &paths {
         let only = args.only.as_deref();
-        let name = path.file_stem().map_or_else(
-            || path.display().to_string(),
-            |s| s.to_string_lossy().into_owned(),
-        );
+        let name = concerto_extract::read::display_stem(path);
         if only.is_some_and(|p| !name.contains(p)) {
             continue;
         }

@@ -12,6 +12,7 @@ mod ablation_bench;
 mod bench;
 mod calibrate;
 mod check;
+mod data;
 mod decompose;
 mod graphs_bench;
 mod import;

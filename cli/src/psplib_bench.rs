@@ -14,6 +14,7 @@ use concerto_pipeline::bench::psplib::{
 use concerto_pipeline::bench::shard::Shard;
 use concerto_rcpsp::Limits;
 
+use crate::data::DataArgs;
 use crate::progress;
 use crate::solve::{time_limit, WindowArgs};
 use crate::Failure;
@@ -21,12 +22,17 @@ use crate::Failure;
 /// Arguments of `concerto bench psplib`.
 #[derive(Args, Debug)]
 pub(crate) struct PsplibArgs {
-    /// Directory of `.sm` files.
+    /// Directory of `.sm` files, gzipped or not. Default: PSPLIB's j30 set in the data
+    /// folder (`data/psplib/j30`, see `data/README.md`).
     #[arg(long)]
-    dir: PathBuf,
-    /// Reference table (`instance,lower_bound,upper_bound,optimal,...`).
+    dir: Option<PathBuf>,
+    /// Reference table (`instance,lower_bound,upper_bound,optimal,...`, gzipped or not).
+    /// Default: `reference/<set>.csv.gz` (or `.csv`) beside the instances' directory, where
+    /// `<set>` is its name: `data/psplib/reference/j30.csv.gz` for `data/psplib/j30`.
     #[arg(long)]
-    reference: PathBuf,
+    reference: Option<PathBuf>,
+    #[command(flatten)]
+    data: DataArgs,
     /// The solver, by name. Default: `pumpkin` when compiled in, else `sgs`.
     #[arg(long, default_value_t = crate::solve::default_solver().to_string())]
     solver: String,
@@ -104,9 +110,44 @@ fn write_csv(path: &Path, rows: &[PsplibRow]) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The reference table beside `dir`: `reference/<set>.csv.gz`, then `.csv`, in `dir`'s
+/// parent, `<set>` being `dir`'s name; an error naming both when neither is there.
+fn default_reference(dir: &Path) -> anyhow::Result<PathBuf> {
+    let dir = std::path::absolute(dir).with_context(|| format!("--dir {}", dir.display()))?;
+    let set = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let parent = dir.parent().unwrap_or(&dir).join("reference");
+    let tried = [
+        parent.join(format!("{set}.csv.gz")),
+        parent.join(format!("{set}.csv")),
+    ];
+    tried
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .with_context(|| {
+            format!(
+                "bench psplib: no reference table for {} (tried {} and {}): pass --reference CSV",
+                dir.display(),
+                tried[0].display(),
+                tried[1].display()
+            )
+        })
+}
+
 pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
-    let instances = psplib::list_instances(&args.dir, args.only.as_deref(), args.limit)?;
-    let reference = psplib::read_reference(&args.reference)?;
+    let dir = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => args.data.sub("psplib/j30", "bench psplib")?,
+    };
+    let reference_path = match &args.reference {
+        Some(path) => path.clone(),
+        None => default_reference(&dir)?,
+    };
+    let instances = psplib::list_instances(&dir, args.only.as_deref(), args.limit)?;
+    let reference = psplib::read_reference(&reference_path)?;
     if args.jobs == 0 {
         return Err(anyhow::anyhow!("--jobs must be at least 1").into());
     }
@@ -138,14 +179,14 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
     }
     let run = PsplibRun {
         solver: args.solver.clone(),
-        dir: args.dir.display().to_string(),
+        dir: dir.display().to_string(),
         time_limit_s: args.time_limit,
         work_limit: args.work_limit,
         seed: args.seed,
         jobs: args.jobs,
         threads,
     };
-    let reference = args.reference.display().to_string();
+    let reference = reference_path.display().to_string();
     let json = match (args.json, args.shard) {
         (false, _) => None,
         (true, None) => Some(summary_json(&run, &report)?),

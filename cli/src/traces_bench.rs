@@ -11,16 +11,37 @@ use concerto_extract::kineto::{self, fidelity::Fidelity, TraceOptions};
 use concerto_pipeline::table::Table;
 use serde::Serialize;
 
+use crate::data::DataArgs;
 use crate::Failure;
+
+/// The traces of the data folder's `kineto/` (`.json`, `.json.gz`), by name.
+fn public_traces(data: &DataArgs) -> anyhow::Result<Vec<PathBuf>> {
+    let dir = data.sub("kineto", "bench traces")?;
+    let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("bench traces: reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.to_string_lossy().ends_with(".json.gz") || p.extension().is_some_and(|e| e == "json")
+        })
+        .collect();
+    found.sort();
+    if found.is_empty() {
+        anyhow::bail!("bench traces: no trace in {}", dir.display());
+    }
+    Ok(found)
+}
 
 /// Arguments of `concerto bench traces`.
 #[derive(Args, Debug)]
 pub(crate) struct TracesArgs {
-    /// Profiler traces (`.json`, `.json.gz`).
+    /// Profiler traces (`.json`, `.json.gz`). None: the five public traces of the data
+    /// folder (`data/kineto`, see `data/README.md`).
     pub(crate) traces: Vec<PathBuf>,
-    /// Also every trace of `$CONCERTO_SHARED/kineto` (default `../shared`).
+    /// Also the five public traces of the data folder, after the traces given.
     #[arg(long)]
-    pub(crate) shared: bool,
+    pub(crate) public_traces: bool,
+    #[command(flatten)]
+    pub(crate) data: DataArgs,
     /// GPUs per node (a larger world makes the collectives inter-node).
     #[arg(long, default_value_t = 8)]
     pub(crate) gpus_per_node: u32,
@@ -40,32 +61,8 @@ struct Row {
 
 pub(crate) fn run(args: &TracesArgs) -> Result<(), Failure> {
     let mut paths = args.traces.clone();
-    if args.shared {
-        let dir = PathBuf::from(
-            std::env::var("CONCERTO_SHARED").unwrap_or_else(|_| "../shared".to_string()),
-        )
-        .join("kineto");
-        let mut found: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .with_context(|| {
-                format!(
-                    "--shared: cannot read {} (set CONCERTO_SHARED to the shared data folder)",
-                    dir.display()
-                )
-            })?
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.to_string_lossy().ends_with(".json.gz")
-                    || p.extension().is_some_and(|e| e == "json")
-            })
-            .collect();
-        found.sort();
-        if found.is_empty() {
-            return Err(anyhow::anyhow!("--shared: no trace in {}", dir.display()).into());
-        }
-        paths.extend(found);
-    }
-    if paths.is_empty() {
-        return Err(anyhow::anyhow!("no trace given (files, or --shared)").into());
+    if args.public_traces || paths.is_empty() {
+        paths.extend(public_traces(&args.data)?);
     }
     let options = TraceOptions {
         gpus_per_node: args.gpus_per_node,
@@ -78,15 +75,7 @@ pub(crate) fn run(args: &TracesArgs) -> Result<(), Failure> {
         let text = kineto::decode(&bytes).with_context(what)?;
         let (_, report) = kineto::import(&text, &options).with_context(what)?;
         let fidelity = kineto::fidelity::fidelity(&text, &options).with_context(what)?;
-        let name = path.file_name().map_or_else(
-            || path.display().to_string(),
-            |f| {
-                f.to_string_lossy()
-                    .trim_end_matches(".gz")
-                    .trim_end_matches(".json")
-                    .to_string()
-            },
-        );
+        let name = concerto_extract::read::display_stem(path);
         rows.push(Row {
             trace: name,
             waits: report.waits,

@@ -178,6 +178,69 @@ fn missing_backends_name_their_feature() {
     }
 }
 
+/// With no `--dir`, PSPLIB's j30 set of the repository's data folder (gzipped, found beside the
+/// source tree: the tests run in `cli/`), against its reference table; with a `--dir` and no
+/// `--reference`, the table named after the set beside it (j60 here).
+#[test]
+fn bench_psplib_runs_the_repositorys_sets_by_default() {
+    let o = concerto(&[
+        "bench",
+        "psplib",
+        "--solver",
+        "sgs",
+        "--work-limit",
+        "20",
+        "--only",
+        "j30*_1.sm",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "every instance has its reference row");
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(
+        v["dir"].as_str().unwrap().ends_with("data/psplib/j30"),
+        "{v}"
+    );
+    assert_eq!(v["instances"], 48);
+    assert_eq!(v["checked"], 48);
+    assert_eq!(v["contradictions"], 0);
+    assert!(v["equal_best_known"].as_u64().unwrap() >= 30, "{v}");
+
+    let j60 = concat!(env!("CARGO_MANIFEST_DIR"), "/../data/psplib/j60");
+    let o = concerto(&[
+        "bench",
+        "psplib",
+        "--dir",
+        j60,
+        "--solver",
+        "sgs",
+        "--work-limit",
+        "20",
+        "--limit",
+        "5",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(stderr(&o), "", "every instance has its reference row");
+
+    let o = concerto(&["bench", "psplib", "--data", "/nonexistent/concerto-data"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("/nonexistent/concerto-data/psplib/j30"),
+        "{}",
+        stderr(&o)
+    );
+    let dir = scratch("bench-no-reference").join("j90");
+    std::fs::create_dir_all(&dir).unwrap();
+    let o = concerto(&["bench", "psplib", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("reference/j90.csv.gz") && stderr(&o).contains("--reference"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 #[test]
 fn bench_checks_every_schedule_against_the_reference() {
     let dir = scratch("bench");

@@ -171,9 +171,71 @@ fn bench_traces_replays_every_step() {
     for s in steps {
         assert_eq!(s["replay_ns"], s["measured_ns"], "{s}");
     }
-    let o = concerto(&["bench", "traces"]);
+}
+
+/// With no trace given, the public traces of the data folder (here a copy of two of the
+/// repository's five, by `--data`): every step replays within 0.5 % of its measurement;
+/// `--public-traces` adds them after the traces given.
+#[test]
+fn bench_traces_replays_the_public_traces_by_default() {
+    let data = scratch("public-traces");
+    std::fs::create_dir_all(data.join("kineto")).unwrap();
+    for t in ["alexnet_1gpu", "event_sync_multi_stream"] {
+        let from = format!("{}/../data/kineto/{t}.json.gz", env!("CARGO_MANIFEST_DIR"));
+        std::fs::copy(from, data.join(format!("kineto/{t}.json.gz"))).unwrap();
+    }
+    let data = data.to_str().unwrap();
+    let v = json(&["bench", "traces", "--data", data, "--json"]);
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["trace"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alexnet_1gpu", "event_sync_multi_stream"]);
+    for row in v.as_array().unwrap() {
+        for s in row["fidelity"]["steps"].as_array().unwrap() {
+            let replay = s["replay_ns"].as_f64().unwrap();
+            let measured = s["measured_ns"].as_f64().unwrap();
+            assert!(
+                (replay - measured).abs() <= 0.005 * measured,
+                "{}: {s}",
+                row["trace"]
+            );
+        }
+    }
+    let fixture = fixture();
+    let v = json(&[
+        "bench",
+        "traces",
+        &fixture,
+        "--public-traces",
+        "--data",
+        data,
+        "--json",
+    ]);
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["trace"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["ddp_3steps", "alexnet_1gpu", "event_sync_multi_stream"]
+    );
+}
+
+/// A data folder that is not there: the error lists the place tried and names `--data`.
+#[test]
+fn bench_traces_names_the_data_folder_it_did_not_find() {
+    let o = concerto(&["bench", "traces", "--data", "/nonexistent/concerto-data"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no trace given"), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("/nonexistent/concerto-data/kineto") && e.contains("--data DIR"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release -p concerto-extract --example list_portfolio -- \
-//!     ../shared/hlo/mixtral_8x7b_bf16_2x8.hlo [more graphs: .hlo or native .json]
+//!     data/hlo/mixtral_8x7b_bf16_2x8.hlo.gz [more graphs: .hlo or native .json]
 //! ```
 //!
 //! Costed on `Hardware::h100()`; `CONTENTION` (default 1) sets the compute slowdown.

@@ -13,7 +13,7 @@
 //! it); PSPLIB instances have neither. Times are integers ([`Time`]): nanoseconds for DL graphs,
 //! the instance's unit for PSPLIB.
 //!
-//! Release dates and deadlines go beyond the model of `shared/DESIGN.md` (finish-to-start
+//! Release dates and deadlines go beyond the project's core model (finish-to-start
 //! precedences with non-negative lags): a window of the odd-even driver
 //! ([`crate::oddeven`]) must pin the activities around it to the times they have in the global
 //! schedule, which precedences with non-negative lags cannot express. Every backend supports

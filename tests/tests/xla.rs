@@ -10,11 +10,10 @@
 //!
 //! These tests need the JAX virtual environment that `scripts/pyenv` creates (its python in
 //! `CONCERTO_PYTHON`), for the compiled modules the one `scripts/pyenv-xla-gpu` creates (its
-//! python in `CONCERTO_PYTHON_XLA_GPU`) and, for the shared modules, `../shared` (or
-//! `CONCERTO_SHARED`). They are
-//! `#[ignore]`d in a plain `cargo test`; `scripts/test` (the README's test command) installs the
-//! environment and runs them with `--ignored`. Run that way, a missing environment or data
-//! directory is a failure, never a skip.
+//! python in `CONCERTO_PYTHON_XLA_GPU`); the real train steps are the repository's
+//! (`data/hlo`). They are `#[ignore]`d in a plain `cargo test`; `scripts/test` (the README's
+//! test command) installs the environment and runs them with `--ignored`. Run that way, a
+//! missing environment is a failure, never a skip.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -44,15 +43,9 @@ fn python() -> PathBuf {
     p
 }
 
-fn shared() -> PathBuf {
-    let dir =
-        std::env::var_os("CONCERTO_SHARED").map_or_else(|| root().join("../shared"), PathBuf::from);
-    assert!(
-        dir.join("hlo").is_dir(),
-        "{} has no hlo/ directory: set CONCERTO_SHARED to the shared data",
-        dir.display()
-    );
-    dir
+/// The real XLA train steps of the repository's data folder (`data/hlo/<name>.hlo.gz`).
+fn xla_step(name: &str) -> PathBuf {
+    root().join("data/hlo").join(format!("{name}.hlo.gz"))
 }
 
 fn scratch(test: &str) -> PathBuf {
@@ -107,7 +100,7 @@ fn pumpkin() -> Arc<dyn Solver> {
 /// module to `out` (checked: same ops and dependencies, replay = plan) and returns what the
 /// exporter says.
 fn emit(input: &Path, out: &Path) -> hlo::Checked {
-    let text = std::fs::read_to_string(input).unwrap();
+    let text = concerto_extract::read::read_text(input).unwrap_or_else(|e| panic!("{e}"));
     let module = hlo::parse(&text).unwrap_or_else(|e| panic!("{}: {e}", input.display()));
     let options = ImportOptions::default();
     let (graph, _) = hlo::lower(&module, &options).unwrap();
@@ -138,9 +131,9 @@ fn emit(input: &Path, out: &Path) -> hlo::Checked {
 }
 
 #[test]
-#[ignore = "needs the JAX environment (scripts/pyenv) and ../shared: scripts/test runs it"]
-fn xla_parses_and_verifies_the_shared_modules_concerto_schedules() {
-    let (dir, shared) = (scratch("shared"), shared());
+#[ignore = "needs the JAX environment (scripts/pyenv): scripts/test runs it"]
+fn xla_parses_and_verifies_the_real_train_steps_concerto_schedules() {
+    let dir = scratch("xla-steps");
     let mut written = Vec::new();
     for m in [
         "llama31_8b_bf16_1x8",
@@ -148,7 +141,7 @@ fn xla_parses_and_verifies_the_shared_modules_concerto_schedules() {
         "mixtral_8x7b_bf16_2x8",
     ] {
         let out = dir.join(format!("{m}.scheduled.hlo"));
-        let c = emit(&shared.join("hlo").join(format!("{m}.hlo")), &out);
+        let c = emit(&xla_step(m), &out);
         assert!(
             c.exported.async_pairs > 400,
             "{m}: {} async pairs",

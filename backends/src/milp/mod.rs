@@ -62,8 +62,7 @@
 //!
 //! CBC keeps global state: with the `cbc` feature this crate enables good_lp's
 //! `singlethread-cbc`, a global mutex that serialises every CBC solve in the process
-//! (concurrent solves without it returned wrong objective values with no error, see
-//! `shared/BACKENDS.md`). Concurrent CBC solves are therefore safe but run one at a time.
+//! (concurrent solves without it returned wrong objective values with no error). Concurrent CBC solves are therefore safe but run one at a time.
 
 mod model;
 mod modes;

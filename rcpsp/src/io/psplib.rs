@@ -282,7 +282,7 @@ pub fn parse(text: &str, file: &str) -> Result<Problem, ReadError> {
 }
 
 /// One row of a reference table (`instance,lower_bound,upper_bound,optimal,critical_path_lb,jobs`,
-/// as in `shared/psplib/reference/j30.csv`).
+/// as in `data/psplib/reference/j30.csv.gz`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Reference {
     /// The instance name without extension (`j301_1`).
