@@ -17,8 +17,21 @@ The options and defaults are the command line's::
 - :func:`solve`: an RCPSP instance (PSPLIB ``.sm``, ``.rcp``, JSON) solved (``concerto solve --json``).
 - :func:`import_graph`: a file read into the native graph format.
 - :func:`solvers`: the solvers this build knows.
+- :mod:`concerto.binary`: where the ``concerto`` command line is (:func:`concerto.binary.find`).
+
+A source checkout on ``PYTHONPATH`` has no built engine: there ``import concerto`` still
+works (for :mod:`concerto.binary`), and the engine's names raise ``AttributeError`` saying so.
 """
 
-from ._engine import Report, __version__, import_graph, optimize, simulate, solve, solvers
+try:
+    from ._engine import Report, __version__, import_graph, optimize, simulate, solve, solvers
+except ImportError as _missing:  # a checkout on PYTHONPATH: the extension is not built here
+    _ENGINE_ERROR = f"{_missing}"
+
+    def __getattr__(name: str):
+        raise AttributeError(
+            f"concerto.{name}: the engine is not built into this package ({__path__[0]}: "
+            f"{_ENGINE_ERROR}); install it with `pip install ./python`"
+        )
 
 __all__ = ["Report", "__version__", "import_graph", "optimize", "simulate", "solve", "solvers"]

@@ -1,8 +1,8 @@
 """Steers XLA's GPU scheduler with concerto's plan, and compares the two schedulers under the
 same costs.
 
-Usage (the interpreter of ``scripts/pyenv-xla-gpu``; a built ``concerto`` binary from
-``CONCERTO_BIN``, default ``~/.cache/concerto-target/release/concerto``)::
+Usage (the interpreter of ``scripts/pyenv-xla-gpu``; a built ``concerto`` binary, found by
+:func:`concerto.binary.find`: ``CONCERTO_BIN``, the workspace's cargo target directory, ``PATH``)::
 
     py=$(./scripts/pyenv-xla-gpu | tail -n1)
     # one step of concerto_jax.compile_gpu (dp|tp|fsdp|mix|moe, same step options)
@@ -66,10 +66,11 @@ PGLE_KEY = "xla_gpu_pgle_profile_file_or_directory_path"
 
 
 def concerto_bin() -> str:
-    """The concerto binary: ``$CONCERTO_BIN`` or ``~/.cache/concerto-target/release/concerto``."""
-    return os.environ.get("CONCERTO_BIN") or os.path.expanduser(
-        "~/.cache/concerto-target/release/concerto"
-    )
+    """The concerto binary (:func:`concerto.binary.find`: ``$CONCERTO_BIN``, the workspace's
+    cargo target directory, ``PATH``); an error listing what was tried when there is none."""
+    from concerto.binary import find
+
+    return find()
 
 
 def setup_env() -> None:

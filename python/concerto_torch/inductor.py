@@ -6,8 +6,8 @@ format (:mod:`concerto_torch.export`), asks Concerto's engine for a plan in proc
 (:func:`concerto.optimize`, from ``pip install ./python``; the GIL is released while it
 solves), and puts the graph in the plan's order (:func:`concerto_torch.reorder.reorder_graph`).
 With ``CONCERTO_BIN`` set, a ``binary`` given, or options the engine does not take, it runs
-``concerto optimize GRAPH --plan PLAN`` instead (the binary from ``CONCERTO_BIN``, default
-``~/.cache/concerto-target/release/concerto``). A plan given to the
+``concerto optimize GRAPH --plan PLAN`` instead (the binary that :func:`concerto.binary.find`
+finds: ``CONCERTO_BIN``, the workspace's cargo target directory, ``PATH``). A plan given to the
 constructor is applied as is instead (its op names must be the post-grad graph's).
 
 :func:`inductor_config` is the ``torch._inductor.config.patch`` that installs the pass and
@@ -35,9 +35,11 @@ from .reorder import reorder_graph
 
 
 def concerto_bin() -> str:
-    """The concerto binary: ``$CONCERTO_BIN`` or ``~/.cache/concerto-target/release/concerto``."""
-    return os.environ.get("CONCERTO_BIN") or os.path.expanduser(
-        "~/.cache/concerto-target/release/concerto")
+    """The concerto binary (:func:`concerto.binary.find`: ``$CONCERTO_BIN``, the workspace's
+    cargo target directory, ``PATH``); an error listing what was tried when there is none."""
+    from concerto.binary import find
+
+    return find()
 
 
 #: How the last :func:`optimize` ran: ``"engine"`` (in process) or ``"cli"``.

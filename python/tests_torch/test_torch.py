@@ -7,7 +7,8 @@ Run from the repository root:
 ``scripts/pyenv-wheel`` installed the package (engine included) into that venv; without it the
 adapters come from ``python/`` and the Inductor pass runs the binary. Nothing is skipped: torch
 comes from the venv ``scripts/pyenv-torch`` makes, and the concerto binary (for the command
-line steps) from ``CONCERTO_BIN`` (default ``~/.cache/concerto-target/release/concerto``);
+line steps) that :func:`concerto.binary.find` finds (``CONCERTO_BIN``, the workspace's cargo
+target directory, ``PATH``);
 without either the suite fails.
 """
 
@@ -51,7 +52,8 @@ EXPECTED = {
     "tp": {"all-reduce": 8},
     "fsdp": {"all-gather": 4, "reduce-scatter": 2},
 }
-BIN = concerto_bin()
+#: The command line (set by :func:`setUpModule`: :func:`concerto.binary.find`).
+BIN = ""
 
 
 def concerto(*args: str) -> subprocess.CompletedProcess:
@@ -71,9 +73,8 @@ def random_args(args, seed: int) -> list[torch.Tensor]:
 
 
 def setUpModule():
-    if not (os.path.isfile(BIN) and os.access(BIN, os.X_OK)):
-        raise RuntimeError(f"no concerto binary at {BIN}: build it "
-                           "(cargo build --release -p concerto-cli) or set CONCERTO_BIN")  # fmt: skip
+    global BIN
+    BIN = concerto_bin()  # an error listing every place tried when there is none
 
 
 class RoundTrip(unittest.TestCase):

@@ -1,8 +1,8 @@
 """The engine in the wheel: ``pip install ./python`` in a fresh venv, then ``import concerto``.
 
 Every in-process result is compared with the command line's on the same input (the binary
-from ``CONCERTO_CLI``, default ``~/.cache/concerto-target/release/concerto``; the test command
-builds it): the same plan, the same JSON (bar wall-clock times), the same errors. Run:
+that :func:`concerto.binary.find` finds: ``CONCERTO_BIN``, the workspace's cargo target
+directory, ``PATH``; the test command builds it): the same plan, the same JSON (bar wall-clock times), the same errors. Run:
 ``python -m unittest discover -s python/tests_wheel`` with the venv's interpreter and the
 repository as the working directory. Missing engine or binary is a failure, not a skip.
 """
@@ -18,10 +18,9 @@ import time
 import unittest
 
 import concerto
+import concerto.binary
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-CLI = os.environ.get("CONCERTO_CLI") or os.path.expanduser(
-    "~/.cache/concerto-target/release/concerto")
 HLO = os.path.join(ROOT, "fixtures", "hlo", "dp.opt.hlo")
 COMPILED = os.path.join(ROOT, "fixtures", "hlo_gpu", "gpt_mix2x4_l1_cublas.gpu.hlo")
 TRACE = os.path.join(ROOT, "fixtures", "kineto", "ddp_3steps.json")
@@ -29,10 +28,8 @@ J30 = os.path.join(ROOT, "fixtures", "psplib", "j30", "j301_1.sm")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    if not os.path.exists(CLI):
-        raise RuntimeError(f"no concerto binary at {CLI} (cargo build --release -p concerto-cli, "
-                           "or set CONCERTO_CLI)")  # fmt: skip
-    return subprocess.run([CLI, *args], capture_output=True, text=True)
+    # The wheel's finder: an error listing every place tried when there is no binary.
+    return subprocess.run([concerto.binary.find(), *args], capture_output=True, text=True)
 
 
 def cli_json(*args: str) -> dict:

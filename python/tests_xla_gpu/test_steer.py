@@ -2,7 +2,8 @@
 one small step compiled deviceless for 8 H100s.
 
 Run with the interpreter ``scripts/pyenv-xla-gpu`` prints (jax with the CUDA 12 plugin) and a
-built concerto binary (``CONCERTO_BIN``, default ``~/.cache/concerto-target/release/concerto``)::
+built concerto binary (:func:`concerto.binary.find`: ``CONCERTO_BIN``, the workspace's cargo
+target directory, ``PATH``)::
 
     py=$(./scripts/pyenv-xla-gpu | tail -n1)
     PYTHONPATH=python $py -m unittest discover -s python/tests_xla_gpu
@@ -58,9 +59,7 @@ class SteerTest(unittest.TestCase):
         if not cuda_plugin():
             raise RuntimeError("the CUDA plugin (jax_plugins.xla_cuda12) is not importable: "
                                "run with the interpreter of scripts/pyenv-xla-gpu")
-        if not os.path.exists(concerto_bin()):
-            raise RuntimeError(f"no concerto binary at {concerto_bin()} "
-                               "(cargo build --release -p concerto-cli, or set CONCERTO_BIN)")
+        concerto_bin()  # an error listing every place tried when there is none
 
     def test_one_step_end_to_end(self):
         """The helper a JAX user runs, in a child process (XLA reads its flags once)."""
