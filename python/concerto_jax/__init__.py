@@ -1,4 +1,11 @@
-"""Concerto's JAX side: real train-step HLO dumps, and XLA's own checks of HLO modules.
+"""Concerto's JAX side: concerto's schedule as the executable a ``jax.jit`` step runs
+(:func:`compile`, :func:`save`, :func:`load`), real train-step HLO dumps, and XLA's own checks
+of HLO modules.
+
+- :mod:`concerto_jax.aot`: ``concerto_jax.compile(jitted, *args)`` compiles the step with
+  concerto's plan (deviceless on a CPU host, against a topology), ``save`` writes it with the
+  versions and topology, ``load`` gives a ``jax.stages.Compiled`` on the GPU hosts;
+  :mod:`concerto_jax.executable` reads serialized executables from their bytes.
 
 Modules (run with ``PYTHONPATH=python`` and the interpreter ``scripts/pyenv`` prints):
 
@@ -27,3 +34,16 @@ before jax starts (see :func:`concerto_jax.hlo_text.configure_xla`).
 """
 
 from concerto_jax.steer import optimize  # noqa: E402,F401  (imports no jax when loaded)
+
+__all__ = ["compile", "load", "optimize", "save"]
+
+
+def __getattr__(name: str):
+    """``compile``, ``load``, ``save`` and ``aot`` from :mod:`concerto_jax.aot`, imported on first
+    use, so that ``python -m concerto_jax.aot`` runs the module once."""
+    if name in ("compile", "load", "save", "aot"):
+        import importlib  # noqa: PLC0415
+
+        aot = importlib.import_module("concerto_jax.aot")
+        return aot if name == "aot" else getattr(aot, name)
+    raise AttributeError(f"module 'concerto_jax' has no attribute {name!r}")

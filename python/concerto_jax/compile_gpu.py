@@ -38,6 +38,9 @@ For each module ``<name>`` the output directory gets, from XLA's dump
   with their offsets and sizes (about 100 KB for a 4-layer step; jaxlib 0.10.2 writes no
   per-value ``Used values:`` section; if a later one does, it is cut off here);
 - ``<name>.thunk_sequence.txt``: the thunks in execution order;
+- ``<name>.payload``: ``jax.experimental.serialize_executable.serialize(compiled)``'s
+  payload (the pickled executable) and ``<name>.trees.pickle`` its input and output trees:
+  what :mod:`concerto_jax.aot` starts from;
 - ``<name>.json``: the meta (:func:`module_meta`), written last (its presence marks the
   module done).
 
@@ -464,6 +467,16 @@ def compile_module(a: argparse.Namespace, s: argparse.Namespace, data: int, mode
         compiled = lowered.compile()
         t2 = time.perf_counter()
         ma = compiled.memory_analysis()
+        import pickle
+
+        from jax.experimental import serialize_executable
+
+        payload, in_tree, out_tree = serialize_executable.serialize(compiled)
+        os.makedirs(a.out, exist_ok=True)
+        with open(os.path.join(a.out, f"{name}.payload"), "wb") as f:
+            f.write(payload)
+        with open(os.path.join(a.out, f"{name}.trees.pickle"), "wb") as f:
+            pickle.dump((in_tree, out_tree), f)
         src = find_dump(tmp)
         os.makedirs(a.out, exist_ok=True)
         dst = {
@@ -525,7 +538,9 @@ def compile_module(a: argparse.Namespace, s: argparse.Namespace, data: int, mode
             "memory_analysis": analysis,
             "thunks": thunks,
             **stats,
-            "files": dst,
+            "files": {**dst, "payload": f"{name}.payload", "trees": f"{name}.trees.pickle"},
+            "devices": {"platform": devices[0].platform, "device_kind": devices[0].device_kind,
+                        "count": len(mesh.devices.flat)},
             "xla_dump": {role: os.path.basename(p) for role, p in src.items()},
         }
         if s.parallel == "moe":

@@ -71,6 +71,8 @@ import tempfile
 import time
 from collections import Counter
 
+from concerto_jax import wire
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 #: XLA's h100_sxm.txtpb without the fields jaxlib 0.10.2's proto does not know, as a file; when
 #: it is absent, :func:`spec_text` takes ``concerto_jax.compile_gpu.h100_target_config()``.
@@ -98,7 +100,7 @@ API_MINOR = 112
 
 # Function slots of PJRT_Api (pjrt_c_api.h, C API 0.112).
 ERROR_DESTROY, ERROR_MESSAGE, PLUGIN_INITIALIZE = 0, 1, 3
-EXECUTABLE_DESTROY, EXECUTABLE_OPTIMIZED_PROGRAM = 40, 48
+EXECUTABLE_DESTROY, EXECUTABLE_OPTIMIZED_PROGRAM, EXECUTABLE_SERIALIZE = 40, 48, 49
 TOPOLOGY_CREATE, TOPOLOGY_DESTROY, COMPILE = 82, 83, 89
 
 NO_THUNK = {"parameter", "constant", "bitcast", "get-tuple-element", "tuple"}
@@ -160,6 +162,10 @@ Compile = _struct(
 )
 OptimizedProgram = _struct("OptimizedProgram", [("executable", P), ("program", P)])
 ExecutableDestroy = _struct("ExecutableDestroy", [("executable", P)])
+Serialize = _struct(
+    "Serialize",
+    [("executable", P), ("serialized_bytes", P), ("serialized_bytes_size", SZ), ("serialized_executable", P), ("deleter", P)],
+)
 
 
 class Pjrt:
@@ -241,45 +247,22 @@ class Pjrt:
         fmt_out = ctypes.string_at(prog.format, prog.format_size).decode()
         return fmt_out, buf.raw[: prog.code_size]
 
+    def serialize(self, executable) -> bytes:
+        """``PJRT_Executable_Serialize``: the plugin's serialization of ``executable`` (for the
+        CUDA plugin an ``xla.ExecutableAndOptionsProto``: the executable, then its compile
+        options), copied out before its backing memory is freed."""
+        a = self._args(Serialize, executable=executable)
+        self.call(EXECUTABLE_SERIALIZE, a)
+        out = ctypes.string_at(a.serialized_bytes, a.serialized_bytes_size)
+        if a.deleter:
+            ctypes.CFUNCTYPE(None, P)(a.deleter)(a.serialized_executable)
+        return out
+
     def destroy_executable(self, executable) -> None:
         self.call(EXECUTABLE_DESTROY, self._args(ExecutableDestroy, executable=executable))
 
 
 # ------------------------------------------------------------------------------ the child
-
-
-def _varint(b: bytes, k: int) -> tuple[int, int]:
-    v, shift = 0, 0
-    while True:
-        c = b[k]
-        k += 1
-        v |= (c & 0x7F) << shift
-        shift += 7
-        if c < 0x80:
-            return v, k
-
-
-def _proto_field(b: bytes, field: int) -> bytes:
-    """The bytes of length-delimited field ``field`` of a serialized message (wire format);
-    ``HloModuleProtoWithConfig.hlo_module`` is field 1."""
-    k = 0
-    while k < len(b):
-        tag, k = _varint(b, k)
-        kind = tag & 7
-        if kind == 2:
-            n, k = _varint(b, k)
-            if tag >> 3 == field:
-                return b[k : k + n]
-            k += n
-        elif kind == 0:
-            _, k = _varint(b, k)
-        elif kind == 1:
-            k += 8
-        elif kind == 5:
-            k += 4
-        else:
-            raise ValueError(f"wire type {kind} in the optimized program")
-    raise ValueError(f"no field {field} in the optimized program")
 
 
 def compile_options(partitions: int) -> bytes:
@@ -298,8 +281,12 @@ def compile_options(partitions: int) -> bytes:
     return co.SerializeAsString()
 
 
-def _child(path: str, partitions: int, dump_dir: str, spec: str | None) -> dict:
-    """Compiles ``path`` (XLA_FLAGS already set by the parent); returns the result dict."""
+def _child(path: str, partitions: int, dump_dir: str, spec: str | None, options: str | None = None,
+           serialize_to: str | None = None) -> dict:  # fmt: skip
+    """Compiles ``path`` (XLA_FLAGS already set by the parent); returns the result dict.
+    ``options``: a file holding a serialized ``CompileOptionsProto`` to compile with instead of
+    :func:`compile_options`'s; ``serialize_to``: where to write ``PJRT_Executable_Serialize``'s
+    bytes."""
     os.environ.setdefault("JAX_PLATFORMS", "cpu")
     from jax._src.lib import hlo  # noqa: PLC0415
 
@@ -315,12 +302,22 @@ def _child(path: str, partitions: int, dump_dir: str, spec: str | None) -> dict:
     pjrt.initialize()
     topo = pjrt.topology("h100x8", {"target_config": spec_text(spec), "topology": f"1x1x{partitions}"})
     t0 = time.perf_counter()
-    exe = pjrt.compile(topo, code, compile_options(partitions))
+    if options is not None:
+        with open(options, "rb") as f:
+            opts = f.read()
+    else:
+        opts = compile_options(partitions)
+    exe = pjrt.compile(topo, code, opts)
     out["compile_s"] = round(time.perf_counter() - t0, 3)
+    if serialize_to is not None:
+        blob = pjrt.serialize(exe)
+        with open(serialize_to, "wb") as f:
+            f.write(blob)
+        out["serialized_bytes"] = len(blob)
     fmt, optimized = pjrt.optimized_program(exe)
     out["optimized_format"] = fmt
     if fmt == "hlo_with_config":
-        optimized = _proto_field(optimized, 1)
+        optimized = wire.field(optimized, 1)  # HloModuleProtoWithConfig.hlo_module
     out["optimized_hlo"] = hlo.HloModule.from_serialized_hlo_module_proto(optimized).to_string()
     pjrt.destroy_executable(exe)
     pjrt.destroy_topology(topo)
@@ -426,11 +423,16 @@ def memory(dump_dir: str) -> dict:
     return out
 
 
-def compile_scheduled(hlo_text: str, partitions: int = 8, dump_dir: str | None = None, spec: str | None = None, expect_order: list[str] | None = None) -> dict:
+def compile_scheduled(hlo_text: str, partitions: int = 8, dump_dir: str | None = None, spec: str | None = None, expect_order: list[str] | None = None,
+                      options: bytes | None = None, serialize: bool = False) -> dict:  # fmt: skip
     """Compiles ``hlo_text`` (a module with ``is_scheduled=true``) with XLA's GPU backend for H100
     in a child process; returns a dict with ``optimized_hlo`` (text), ``thunks`` (instruction
     names in thunk order), ``peak_bytes`` (XLA's buffer-assignment peak), ``compile_s``, the
-    order comparison (see the module docs) and ``error`` (None when it compiled)."""
+    order comparison (see the module docs) and ``error`` (None when it compiled).
+
+    ``options``: a serialized ``CompileOptionsProto`` to compile with (default: SPMD over
+    ``partitions``, :func:`compile_options`); ``serialize``: also return the executable's
+    ``PJRT_Executable_Serialize`` bytes as ``serialized``."""
     own = dump_dir is None
     dump = tempfile.mkdtemp(prefix="concerto-pjrt-") if own else dump_dir
     os.makedirs(dump, exist_ok=True)
@@ -444,6 +446,14 @@ def compile_scheduled(hlo_text: str, partitions: int = 8, dump_dir: str | None =
     env["PYTHONPATH"] = os.path.dirname(HERE) + os.pathsep + env.get("PYTHONPATH", "")
     cmd = [sys.executable, "-m", "concerto_jax.pjrt_gpu", "--child", src, "--partitions", str(partitions)]
     cmd += ["--spec", spec] if spec else []
+    if options is not None:
+        opt_path = os.path.join(dump, "compile_options.pb")
+        with open(opt_path, "wb") as f:
+            f.write(options)
+        cmd += ["--options", opt_path]
+    ser_path = os.path.join(dump, "executable.pjrt")
+    if serialize:
+        cmd += ["--serialize-to", ser_path]
     t0 = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
@@ -455,6 +465,9 @@ def compile_scheduled(hlo_text: str, partitions: int = 8, dump_dir: str | None =
     else:
         res.update(json.loads(lines[-1]))
     res["child_s"] = round(wall, 3)
+    if serialize and not res.get("error"):
+        with open(ser_path, "rb") as f:
+            res["serialized"] = f.read()
     if res.get("error"):
         if own:
             shutil.rmtree(dump, ignore_errors=True)
@@ -502,10 +515,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--spec", help="H100 target config file (default: see spec_text)")
     ap.add_argument("--json", action="store_true", help="print one JSON line (the default output)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--options", help=argparse.SUPPRESS)  # a CompileOptionsProto file (child)
+    ap.add_argument("--serialize-to", help=argparse.SUPPRESS)  # the serialization's file (child)
     a = ap.parse_args(argv)
     if a.child:
         try:
-            out = _child(a.module, a.partitions, None, a.spec)
+            out = _child(a.module, a.partitions, None, a.spec, a.options, a.serialize_to)
         except Exception as e:  # noqa: BLE001 - reported to the parent
             out = {"error": f"{type(e).__name__}: {e}"}
         print(json.dumps(out))
