@@ -27,7 +27,9 @@
 //! the operands, attributes and called computations, and [`Instruction::shape_text`] holds
 //! it printed); instructions nested as operands, `add(f32[] constant(1), maximum(x, y))`
 //! (each becomes an instruction of its own before its user, named `opcode.anon`,
-//! `opcode.anon.1`, ... as XLA names them); header attributes over several lines; a
+//! `opcode.anon.1`, ... as XLA names them); newer XLA's operand shorthand `%t#k` for element
+//! `k` of a tuple (hoisted the same way, as `get-tuple-element(%t), index=k`); header
+//! attributes over several lines; a
 //! parameter without `:`; spaces in `s32 [4]` and before an instruction's layout; buffer
 //! shapes `b(f32[2])` (read as the shape they hold); a custom-call's `literal=s32[] 1`.
 //!

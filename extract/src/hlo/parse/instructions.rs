@@ -186,6 +186,41 @@ impl<'a> Parser<'a> {
         Ok((instruction, infer))
     }
 
+    /// `#k` after the operand `%name` (at `self.at`), newer XLA's shorthand for element `k`
+    /// of a tuple-shaped operand (`fusion(%custom-call.18#0)`): hoisted, like a nested
+    /// instruction, as `get-tuple-element(%name), index=k` with its shape inferred; returns
+    /// the provisional name that stands for it.
+    fn tuple_element(&mut self, name: String, item_at: usize) -> PResult<String> {
+        let digits_at = self.at + 1;
+        let end = self.run(digits_at, |c| c.is_ascii_digit());
+        if end == digits_at {
+            let what = format!("a tuple index after `%{name}#`");
+            return Err(self.expected(digits_at, &what));
+        }
+        let pos = self.pos(item_at);
+        let index = Attribute {
+            name: "index".to_string(),
+            value: self.slice(digits_at, end).to_string(),
+            pos: self.pos(digits_at),
+        };
+        self.at = end;
+        let provisional = format!("{NESTED}{}", self.nested);
+        self.nested += 1;
+        let element = Instruction {
+            name: provisional.clone(),
+            shape: Shape::Tuple(Vec::new()),
+            shape_text: String::new(),
+            opcode: "get-tuple-element".to_string(),
+            operands: vec![name],
+            literal: None,
+            attributes: vec![index],
+            is_root: false,
+            pos,
+        };
+        self.hoisted.push((element, true));
+        Ok(provisional)
+    }
+
     /// Operands `%a, f32[2]{0} %b, c)` after the `(`, through the `)`. An operand may be an
     /// instruction itself, `add(f32[] constant(1), maximum(x, y))`: it is parsed into
     /// `self.hoisted` under a provisional name (see [`Parser::hoisted`]).
@@ -205,6 +240,10 @@ impl<'a> Parser<'a> {
             }
             let mut name = self.name("an operand name")?.to_string();
             let mut after = self.at;
+            if self.peek() == Some(b'#') {
+                name = self.tuple_element(name, item_at)?;
+                after = self.at;
+            }
             self.skip_ws()?;
             if self.peek() == Some(b'(') {
                 // A nested instruction: what looked like a name is its opcode.

@@ -1140,3 +1140,48 @@ fn inferred_shapes_cannot_grow_exponentially() {
         "{line}: {message}"
     );
 }
+
+#[test]
+fn tuple_element_shorthand_is_a_get_tuple_element() {
+    // Newer XLA prints `%t#k` for element k of a tuple-shaped operand (a cuBLAS call's result
+    // and workspace) instead of a get-tuple-element instruction.
+    let m = ok(r#"HloModule m
+ENTRY %e {
+  %a = bf16[4,8]{1,0} parameter(0)
+  %cc = (bf16[4,4]{1,0}, s8[1024]{0}) custom-call(%a, %a), custom_call_target="__cublas$lt$matmul"
+  %f = bf16[4,4]{1,0} negate(%cc#0)
+  ROOT %r = (bf16[4,4]{1,0}, s8[1024]{0}) tuple(%f, %cc#1)
+}
+"#);
+    let e = m.entry();
+    let names: Vec<&str> = e.instructions.iter().map(|i| i.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "a",
+            "cc",
+            "get-tuple-element.anon",
+            "f",
+            "get-tuple-element.anon.1",
+            "r"
+        ]
+    );
+    let i = |n: &str| e.instructions.iter().find(|i| i.name == n).unwrap();
+    assert_eq!(i("f").operands, ["get-tuple-element.anon"]);
+    assert_eq!(i("get-tuple-element.anon").operands, ["cc"]);
+    assert_eq!(i("get-tuple-element.anon").shape_text, "bf16[4,4]{1,0}");
+    assert_eq!(i("get-tuple-element.anon.1").shape_text, "s8[1024]{0}");
+    assert_eq!(i("r").operands, ["f", "get-tuple-element.anon.1"]);
+    // A `#` without an index, and an index past the tuple, name the place.
+    fails(
+        "HloModule m\nENTRY %e {\n  x = (f32[], f32[]) parameter(0)\n  ROOT r = f32[] negate(x#)\n}\n",
+        4,
+        27,
+        "expected a tuple index after `%x#`, found `)`",
+    );
+    let (line, _, message) = err(
+        "HloModule m\nENTRY %e {\n  x = (f32[], f32[]) parameter(0)\n  ROOT r = f32[] negate(x#2)\n}\n",
+    );
+    assert_eq!(line, 4, "{message}");
+    assert!(message.contains("index 2"), "{message}");
+}
