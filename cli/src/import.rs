@@ -20,10 +20,11 @@ use clap::Args;
 use concerto_graph::{memory, Hardware, StreamPlan};
 use serde::Serialize;
 
-use crate::io::write_graph;
+use crate::io::{profile_lines, profiled, write_graph, ProfileArgs};
 use crate::opts::{import_options, parse_trip_count};
 use crate::report::gib;
 use crate::Failure;
+use concerto_extract::profile::ProfileReport;
 
 /// Arguments of `concerto import`.
 #[derive(Args, Debug)]
@@ -46,6 +47,8 @@ pub(crate) struct ImportArgs {
     /// the loop's `backend_config`.
     #[arg(long = "trip-count", value_name = "NAME=N", value_parser = parse_trip_count)]
     pub(crate) trip_counts: Vec<(String, u64)>,
+    #[command(flatten)]
+    pub(crate) profile: ProfileArgs,
     /// Write the graph (native JSON) to this file.
     #[arg(long, short = 'o', value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
@@ -95,6 +98,9 @@ struct ImportJson {
     /// `100 (replay - measured) / measured`.
     #[serde(skip_serializing_if = "Option::is_none")]
     replay_error_pct: Option<f64>,
+    /// What `--profile` measured and left to the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile: Option<ProfileReport>,
     /// A profiler trace: everything else the importer measured and decided.
     #[serde(skip_serializing_if = "Option::is_none")]
     trace: Option<concerto_extract::kineto::TraceReport>,
@@ -134,6 +140,7 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     } else {
         hardware
     };
+    let (graph, profile) = profiled(graph, &args.file, &args.profile, &hardware)?;
     let replay = match &trace {
         Some(_) => Some(concerto_extract::kineto::replay(&graph)?),
         None => None,
@@ -190,6 +197,7 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
             (None, None) => Vec::new(),
         },
         trace,
+        profile,
         time_s: began.elapsed().as_secs_f64(),
     };
     if args.json {
@@ -197,6 +205,9 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
         return Ok(());
     }
     println!("module        {}", out.module);
+    if let (Some(p), Some(trace)) = (&out.profile, &args.profile.profile) {
+        println!("{}", profile_lines(trace, p, 14));
+    }
     match (out.instructions, &out.trace) {
         (Some(n), _) => println!("instructions  {n} in the entry computation"),
         (None, Some(t)) => print_trace(t, out.replay_ns.unwrap_or(0)),

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use anyhow::Context;
 use concerto_extract::hlo::ImportOptions;
+use concerto_extract::profile::ProfileReport;
 use concerto_extract::Imported;
 use concerto_graph::Graph;
 
@@ -41,4 +42,89 @@ pub(crate) fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 /// Writes `graph` in the native JSON format.
 pub(crate) fn write_graph(path: &Path, graph: &Graph) -> anyhow::Result<()> {
     write(path, &graph.to_json())
+}
+
+/// `--profile TRACE` and `--profile-strict`: profile-guided costs
+/// ([`concerto_extract::profile`]).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct ProfileArgs {
+    /// A `jax.profiler` trace (`*.trace.json.gz`) of the module's step: each instruction it
+    /// names costs the median over its steps of its kernels' summed device time; every other
+    /// op keeps the model's cost. For an HLO module only.
+    #[arg(long, value_name = "TRACE")]
+    pub(crate) profile: Option<std::path::PathBuf>,
+    /// With `--profile`: an instruction of the profile that the module lacks is an error (as
+    /// PGLE's accuracy checker makes it one), not a line of the report.
+    #[arg(long, requires = "profile")]
+    pub(crate) profile_strict: bool,
+}
+
+/// `graph`, imported from the HLO module at `module`, costed from `args.profile` when given
+/// (the model's costs from `hardware` give the coverage;
+/// [`concerto_extract::profile::apply_files`]). Errors name the files.
+pub(crate) fn profiled(
+    graph: Graph,
+    module: &Path,
+    args: &ProfileArgs,
+    hardware: &concerto_graph::Hardware,
+) -> anyhow::Result<(Graph, Option<ProfileReport>)> {
+    let Some(trace) = &args.profile else {
+        return Ok((graph, None));
+    };
+    let (graph, report) = concerto_extract::profile::apply_files(
+        &graph,
+        module,
+        trace,
+        hardware,
+        args.profile_strict,
+    )
+    .map_err(anyhow::Error::msg)?;
+    Ok((graph, Some(report)))
+}
+
+/// The lines that say what a profile did ([`profiled`]), for the text reports (labels padded
+/// to `width` columns).
+pub(crate) fn profile_lines(trace: &Path, r: &ProfileReport, width: usize) -> String {
+    let label = format!("{:<width$}", "profile");
+    let names = |v: &[String]| {
+        let mut s = v.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+        if v.len() > 5 {
+            s.push_str(&format!(", ... ({} more)", v.len() - 5));
+        }
+        s
+    };
+    let mut out = format!(
+        "{label}{}: module {} on {}, {} steps; measured costs for {} of {} ops ({:.1} %), \
+         {:.1} % of the model's time; kernel sum {:.3} ms a step (median)",
+        trace.display(),
+        r.module,
+        r.device,
+        r.steps,
+        r.measured_ops,
+        r.ops,
+        r.instructions_pct,
+        r.time_pct,
+        r.step_kernel_ns as f64 / 1e6
+    );
+    if !r.from_model.is_empty() {
+        out.push_str(&format!(
+            "\n{label}the model's costs for {} ops: {}",
+            r.from_model.len(),
+            names(&r.from_model)
+        ));
+    }
+    if !r.not_in_module.is_empty() {
+        out.push_str(&format!(
+            "\n{label}{} instructions of the profile are not in the module: {}",
+            r.not_in_module.len(),
+            names(&r.not_in_module)
+        ));
+    }
+    if !r.uneven.is_empty() {
+        out.push_str(&format!(
+            "\n{label}kernels not split evenly between loop iterations (equal shares): {}",
+            names(&r.uneven)
+        ));
+    }
+    out
 }

@@ -8,7 +8,7 @@ use clap::Args;
 use concerto_graph::trace;
 use concerto_pipeline::{ModuleSchedule, NoiseConfig, Row, Scheduled, Scheduler};
 
-use crate::io::{read_input, write, write_graph};
+use crate::io::{profile_lines, profiled, read_input, write, write_graph, ProfileArgs};
 use crate::opts::OptimizeOpts;
 use crate::progress;
 use crate::report::{gib, ms, pct};
@@ -23,6 +23,8 @@ pub(crate) struct OptimizeArgs {
     pub(crate) graph: PathBuf,
     #[command(flatten)]
     pub(crate) opts: OptimizeOpts,
+    #[command(flatten)]
+    pub(crate) profile: ProfileArgs,
     /// Write a Chrome trace (Perfetto) of every scheduler's timeline.
     #[arg(long, value_name = "FILE")]
     pub(crate) trace: Option<PathBuf>,
@@ -88,8 +90,13 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
     options.trace_step = args.opts.step;
     options.trace_launch_times = !args.opts.no_launch_times;
     let input = read_input(&args.graph, &options)?;
-    let graph = input.graph;
     let mut pipeline = args.opts.pipeline()?;
+    let (graph, profile) = profiled(
+        input.graph,
+        &args.graph,
+        &args.profile,
+        &pipeline.config.hardware,
+    )?;
     // A profiler trace's durations are measured beside the collectives that ran, so they
     // contain the slowdown: no contention on top unless asked for.
     if input.trace.is_some() && args.opts.contention.is_none() {
@@ -166,8 +173,15 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         if let Some(line) = &emitted {
             eprintln!("{line}");
         }
-        println!("{}", serde_json::to_string(&r.summary())?);
+        let mut out = serde_json::to_value(r.summary())?;
+        if let (Some(p), Some(map)) = (&profile, out.as_object_mut()) {
+            map.insert("profile".into(), serde_json::to_value(p)?);
+        }
+        println!("{out}");
         return Ok(());
+    }
+    if let (Some(p), Some(trace)) = (&profile, &args.profile.profile) {
+        println!("{}", profile_lines(trace, p, 13));
     }
     println!(
         "graph        {} ({} ops, {} collectives)",

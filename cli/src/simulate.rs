@@ -7,10 +7,11 @@ use clap::Args;
 use concerto_graph::{trace, StreamPlan};
 use serde::Serialize;
 
-use crate::io::{read_input, write};
+use crate::io::{profile_lines, profiled, read_input, write, ProfileArgs};
 use crate::opts::{import_options, parse_trip_count};
 use crate::report::{gib, ms};
 use crate::Failure;
+use concerto_extract::profile::ProfileReport;
 
 /// Arguments of `concerto simulate`.
 #[derive(Args, Debug)]
@@ -44,6 +45,8 @@ pub(crate) struct SimulateArgs {
     /// and the command exits 1.
     #[arg(long, value_name = "BYTES|PCT%", value_parser = concerto_pipeline::MemoryBudget::parse)]
     pub(crate) memory_budget: Option<concerto_pipeline::MemoryBudget>,
+    #[command(flatten)]
+    pub(crate) profile: ProfileArgs,
     /// Print one JSON object.
     #[arg(long)]
     pub(crate) json: bool,
@@ -65,6 +68,9 @@ struct SimulateJson {
     memory_budget_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     within_budget: Option<bool>,
+    /// What `--profile` measured and left to the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    profile: Option<ProfileReport>,
 }
 
 pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
@@ -81,6 +87,7 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
         (None, Some(_)) => hw.with_contention(1.0)?,
         (None, None) => hw,
     };
+    let (graph, profile) = profiled(graph, &args.graph, &args.profile, &hardware)?;
     let text = std::fs::read_to_string(&args.plan)
         .with_context(|| format!("reading {}", args.plan.display()))?;
     let plan = StreamPlan::from_json(&graph, &text)
@@ -107,6 +114,7 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
         resident_bytes: graph.resident_bytes(),
         memory_budget_bytes: None,
         within_budget: None,
+        profile,
     };
     // The independent memory checker, when a budget is given.
     let mut out = out;
@@ -134,6 +142,9 @@ pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
         "hardware     {} (compute {:.2}x slower while a collective runs)",
         out.hardware, out.contention
     );
+    if let (Some(p), Some(trace)) = (&out.profile, &args.profile.profile) {
+        println!("{}", profile_lines(trace, p, 13));
+    }
     println!(
         "makespan     {} ms ({:+.1}% above the lower bound {} ms, {})",
         ms(out.makespan_ns),

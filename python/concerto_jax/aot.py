@@ -250,7 +250,9 @@ class Compiled:
     ``concerto_ns`` are the makespans of XLA's schedule and of concerto's plan **simulated** by
     concerto's cost model (not measured); ``xla_peak_bytes`` and ``concerto_peak_bytes`` are
     XLA's buffer assignment of each executable (the device memory it reserves);
-    ``budget_bytes`` is the memory budget; ``warnings`` say why XLA's executable was kept.
+    ``budget_bytes`` is the memory budget; ``warnings`` say why XLA's executable was kept;
+    ``profile`` is what ``profile=`` measured (``concerto optimize --profile``'s report:
+    coverage, the ops left to the model), or None.
     """
 
     kept: str
@@ -266,6 +268,7 @@ class Compiled:
     in_tree: object
     out_tree: object
     xla_payload: bytes
+    profile: dict | None = None
     _xla: object = dataclasses.field(default=None, repr=False)
     _loaded: object = dataclasses.field(default=None, repr=False)
 
@@ -344,9 +347,12 @@ def _pjrt(text: str, options: bytes, partitions: int, spec: str) -> tuple[bytes 
 
 
 def _concerto(binary: str, module: str, out: str, work_limit: int | None,
-              time_limit: float | None, budget_pct: float, hardware: str) -> tuple[dict | None, str | None]:  # fmt: skip
+              time_limit: float | None, budget_pct: float, hardware: str,
+              profile: str | None = None) -> tuple[dict | None, str | None]:  # fmt: skip
     cmd = [binary, "optimize", module, "--json", "--emit-hlo", out, "--hardware", hardware,
            "--memory-budget", f"{budget_pct:.6f}%"]  # fmt: skip
+    if profile is not None:
+        cmd += ["--profile", profile]
     if work_limit is not None:
         cmd += ["--work-limit", str(work_limit)]
     if time_limit is not None:
@@ -361,7 +367,8 @@ def compile_payload(payload: bytes, in_tree, out_tree, topology: dict, *, xla=No
                     work_limit: int | None = 20_000, time_limit: float | None = None,
                     memory_margin: int | None = None, hardware: str = "h100",
                     target_config: str | None = None, binary: str | None = None,
-                    check_wrapper: bool = True, workdir: str | None = None) -> Compiled:  # fmt: skip
+                    check_wrapper: bool = True, workdir: str | None = None,
+                    profile: str | None = None) -> Compiled:  # fmt: skip
     """Steps 2-6 of the module docs on XLA's ``payload`` (``serialize()``'s first item), for
     ``topology`` (``platform``, ``device_kind``, ``devices``)."""
     from concerto.binary import find  # noqa: PLC0415
@@ -402,7 +409,9 @@ def compile_payload(payload: bytes, in_tree, out_tree, topology: dict, *, xla=No
         if not notes:
             out = os.path.join(work, "concerto.hlo")
             report, err = _concerto(binary or find(), module, out, work_limit, time_limit,
-                                    100.0 * budget / xla_peak, hardware)  # fmt: skip
+                                    100.0 * budget / xla_peak, hardware, profile)  # fmt: skip
+            if report is not None and report.get("profile"):
+                result["profile"] = report["profile"]
             if err:
                 notes.append(err)
             else:
@@ -441,7 +450,7 @@ def compile_payload(payload: bytes, in_tree, out_tree, topology: dict, *, xla=No
 def compile(jitted, *args, work_limit: int | None = 20_000, time_limit: float | None = None,
             memory_margin: int | None = None, hardware: str = "h100",
             target_config: str | None = None, binary: str | None = None,
-            check_wrapper: bool = True, **kwargs) -> Compiled:  # fmt: skip
+            check_wrapper: bool = True, profile: str | None = None, **kwargs) -> Compiled:  # fmt: skip
     """Compiles ``jitted(*args, **kwargs)`` with concerto's schedule (see the module docs).
 
     ``work_limit``: concerto's deterministic budget (the same plan on every host; ``None`` with
@@ -449,7 +458,10 @@ def compile(jitted, *args, work_limit: int | None = 20_000, time_limit: float | 
     max(1 GiB, 5 %)). ``hardware``: concerto's cost profile. ``target_config``: the GPU's
     ``GpuTargetConfigProto`` text (default: the H100 SXM's for H100 devices). ``binary``: the
     ``concerto`` command line (default :func:`concerto.binary.find`). ``check_wrapper``: also
-    send XLA's own module through the same path (one more compile; see the module docs)."""
+    send XLA's own module through the same path (one more compile; see the module docs).
+    ``profile``: a ``jax.profiler`` trace of this step (``*.trace.json.gz``) whose measured
+    kernel times cost its instructions (``concerto optimize --profile``); its coverage is in
+    ``Compiled.profile``."""
     from jax.experimental import serialize_executable  # noqa: PLC0415
 
     xla = jitted.trace(*args, **kwargs).lower().compile()
@@ -457,7 +469,7 @@ def compile(jitted, *args, work_limit: int | None = 20_000, time_limit: float | 
     c = compile_payload(payload, in_tree, out_tree, _topology(xla), xla=xla,
                         work_limit=work_limit, time_limit=time_limit, memory_margin=memory_margin,
                         hardware=hardware, target_config=target_config, binary=binary,
-                        check_wrapper=check_wrapper)  # fmt: skip
+                        check_wrapper=check_wrapper, profile=profile)  # fmt: skip
     for note in c.warnings:
         warnings.warn(f"concerto_jax.compile keeps XLA's executable: {note}", stacklevel=2)
     return c

@@ -130,10 +130,25 @@ fn scheduled_computations(module: &Module) -> Vec<&Computation> {
         .collect()
 }
 
+/// The names of `module`'s `while` and `call` instructions: the prefixes the import gives the
+/// ops of an unrolled loop or an inlined call ([`split_name`]).
+pub(crate) fn containers(module: &Module) -> BTreeSet<&str> {
+    module
+        .computations
+        .iter()
+        .flat_map(|c| &c.instructions)
+        .filter(|i| i.opcode == "while" || i.opcode == "call")
+        .map(|i| i.name.as_str())
+        .collect()
+}
+
 /// The instruction name of a graph op and the loop instances around it: the import names an
 /// op of an unrolled `while` `w` as `w.it<k>.<name>` and one of an inlined `call` `c` as
 /// `c.in.<name>` (nested: prefixes chained). Returns `(name, [(loop, prefix before it)])`.
-fn split_name<'a>(mut s: &'a str, containers: &BTreeSet<&str>) -> (&'a str, Vec<(String, String)>) {
+pub(crate) fn split_name<'a>(
+    mut s: &'a str,
+    containers: &BTreeSet<&str>,
+) -> (&'a str, Vec<(String, String)>) {
     let full = s;
     let mut loops = Vec::new();
     'strip: loop {
@@ -167,13 +182,7 @@ impl PgleProfile {
     /// The profile of `module` with concerto's `durations` (by op, contention-free, ns) of
     /// `graph`, the graph imported from `module` ([`crate::hlo::lower()`]).
     pub fn new(module: &Module, graph: &Graph, durations: &[u64]) -> PgleProfile {
-        let containers: BTreeSet<&str> = module
-            .computations
-            .iter()
-            .flat_map(|c| &c.instructions)
-            .filter(|i| i.opcode == "while" || i.opcode == "call")
-            .map(|i| i.name.as_str())
-            .collect();
+        let containers = containers(module);
         // Durations by instruction name (every unrolled instance), and each loop instance's
         // total.
         let mut by_name: BTreeMap<&str, Vec<OpId>> = BTreeMap::new();

@@ -108,6 +108,18 @@ impl Graph {
         self.ops().position(|o| o.name == name).map(OpId)
     }
 
+    /// The graph with `duration_ns` set on the ops of `overrides` (op, ns): measured costs
+    /// that override the cost model ([`crate::Hardware::op_ns`]). The structure is unchanged.
+    /// O(ops + overrides).
+    pub fn with_durations(mut self, overrides: &[(OpId, u64)]) -> Graph {
+        for &(v, ns) in overrides {
+            if v.0 < self.len() {
+                self.dag[NodeIndex::new(v.0)].duration_ns = Some(ns);
+            }
+        }
+        self
+    }
+
     /// The underlying petgraph DAG (node `i` is op `i`).
     pub fn dag(&self) -> &DiGraph<Op, Dep> {
         &self.dag

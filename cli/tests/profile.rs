@@ -1,0 +1,108 @@
+//! `--profile`: the H200 train step of `docs/fidelity-data` costed from its own `jax.profiler`
+//! trace through `import`, `optimize` and `simulate`, and the errors for a trace of another
+//! module and for a graph that is not an HLO module.
+
+mod common;
+
+use common::{concerto, scratch, stderr, stdout};
+
+fn fidelity(name: &str) -> String {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/fidelity-data");
+    dir.join(name).display().to_string()
+}
+
+fn json(args: &[&str]) -> serde_json::Value {
+    let o = concerto(args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).expect("one JSON object")
+}
+
+#[test]
+fn xla_s_schedule_costed_from_its_profile_simulates_to_the_measured_kernel_sum() {
+    let (module, trace) = (fidelity("step.opt.hlo.gz"), fidelity("step_trace.json.gz"));
+    let v = json(&[
+        "import",
+        &module,
+        "--profile",
+        &trace,
+        "--profile-strict",
+        "--json",
+    ]);
+    let p = &v["profile"];
+    assert_eq!(p["steps"], 5);
+    assert_eq!(
+        (p["ops"].as_u64(), p["measured_ops"].as_u64()),
+        (Some(337), Some(337))
+    );
+    assert!(p["time_pct"].as_f64().unwrap() >= 99.0, "{p}");
+    assert_eq!(p["not_in_module"], serde_json::json!([]));
+    let measured = p["step_kernel_ns"].as_f64().unwrap();
+    let simulated = v["schedule_ns"].as_f64().unwrap();
+    assert!(
+        (simulated / measured - 1.0).abs() < 0.02,
+        "{simulated} against {measured}"
+    );
+    // The text report says the same.
+    let o = concerto(&["import", &module, "--profile", &trace]);
+    assert!(
+        stdout(&o).contains("measured costs for 337 of 337 ops (100.0 %)"),
+        "{}",
+        stdout(&o)
+    );
+    // optimize and simulate take it too: the module's own schedule is the `xla` row.
+    let dir = scratch("profile");
+    let plan = dir.join("plan.json").display().to_string();
+    let v = json(&[
+        "optimize",
+        &module,
+        "--profile",
+        &trace,
+        "--work-limit",
+        "2000",
+        "--plan",
+        &plan,
+        "--json",
+    ]);
+    assert_eq!(v["profile"]["measured_ops"], 337);
+    let s = json(&[
+        "simulate",
+        &module,
+        "--plan",
+        &plan,
+        "--profile",
+        &trace,
+        "--json",
+    ]);
+    assert_eq!(s["profile"]["measured_ops"], 337);
+    assert_eq!(s["makespan_ns"], v["optimized_ns"], "{s}\n{v}");
+}
+
+#[test]
+fn a_trace_of_another_module_or_a_graph_that_is_no_module_is_refused() {
+    let trace = fidelity("step_trace.json.gz");
+    let other = concerto_fixtures::path("hlo/dp.opt.hlo")
+        .display()
+        .to_string();
+    let o = concerto(&["import", &other, "--profile", &trace]);
+    assert!(!o.status.success());
+    // Another jit_step (the fixture's dp step): none of the trace's instructions is its.
+    assert!(
+        stderr(&o).contains("names none of the graph's 11 ops")
+            && stderr(&o).contains("a profile of another module"),
+        "{}",
+        stderr(&o)
+    );
+    // The same step as a native graph: no instruction names to match.
+    let graph = scratch("profile-json")
+        .join("dp.json")
+        .display()
+        .to_string();
+    assert!(concerto(&["import", &other, "-o", &graph]).status.success());
+    let o = concerto(&["simulate", &graph, "--plan", &graph, "--profile", &trace]);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("a profile costs the ops of an HLO module"),
+        "{}",
+        stderr(&o)
+    );
+}
