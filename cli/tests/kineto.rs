@@ -5,19 +5,13 @@
 
 mod common;
 
-use common::{concerto, scratch, stderr, stdout};
+use common::{concerto, json, scratch, stderr, stdout};
 
 fn fixture() -> String {
     format!(
         "{}/../fixtures/kineto/ddp_3steps.json",
         env!("CARGO_MANIFEST_DIR")
     )
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let o = concerto(args);
-    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
-    serde_json::from_str(&stdout(&o)).expect("one JSON object")
 }
 
 #[test]

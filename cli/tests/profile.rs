@@ -4,17 +4,11 @@
 
 mod common;
 
-use common::{concerto, scratch, stderr, stdout};
+use common::{concerto, json, scratch, stderr, stdout};
 
 fn fidelity(name: &str) -> String {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/fidelity-data");
     dir.join(name).display().to_string()
-}
-
-fn json(args: &[&str]) -> serde_json::Value {
-    let o = concerto(args);
-    assert!(o.status.success(), "{}", stderr(&o));
-    serde_json::from_str(&stdout(&o)).expect("one JSON object")
 }
 
 #[test]

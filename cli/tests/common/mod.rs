@@ -27,3 +27,11 @@ pub(crate) fn scratch(test: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).expect("temp dir");
     dir
 }
+
+/// Runs `concerto` with `args`, which must succeed and print one JSON object.
+#[allow(dead_code)] // not every test binary reads JSON
+pub(crate) fn json(args: &[&str]) -> serde_json::Value {
+    let o = concerto(args);
+    assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+    serde_json::from_str(&stdout(&o)).expect("one JSON object")
+}
