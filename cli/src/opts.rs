@@ -81,9 +81,10 @@ const DEFAULT_TIME_LIMIT_S: f64 = 10.0;
 /// every shard of one run must share.
 #[derive(Args, Debug, Clone, serde::Serialize)]
 pub(crate) struct OptimizeOpts {
-    /// Hardware profile: `h100` (measured tables), `a800` (roofline, the paper's cluster),
-    /// `a800-pcie` (the same without NVLink), `a100`, `v100` (roofline), or a fitted profile
-    /// file (`concerto calibrate -o FILE`).
+    /// Hardware profile: `h100` (measured tables), `h200` (the same die, HBM3e, measured
+    /// memory efficiencies), `a800` (roofline, the paper's cluster), `a800-pcie` (the same
+    /// without NVLink), `a100`, `v100` (roofline), or a fitted profile file (`concerto
+    /// calibrate -o FILE`).
     #[arg(long, default_value = "h100")]
     pub(crate) hardware: String,
     /// GPUs per node: decides which collectives of an imported `.hlo` cross nodes, and the

@@ -21,7 +21,8 @@ pub(crate) struct SimulateArgs {
     /// The plan (JSON, as `concerto optimize --plan` writes it).
     #[arg(long, value_name = "FILE")]
     pub(crate) plan: PathBuf,
-    /// Hardware profile: `h100`, `a800` or `a800-pcie`.
+    /// Hardware profile: a name (`h100`, `h200`, `a800`, `a800-pcie`, `a100`, `v100`) or a
+    /// fitted profile file.
     #[arg(long, default_value = "h100")]
     pub(crate) hardware: String,
     /// GPUs per node.

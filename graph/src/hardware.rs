@@ -1,11 +1,13 @@
 //! Hardware profiles and the cost model: integer nanoseconds for every op of a [`Graph`](crate::ir::Graph).
 //!
 //! A [`Hardware`] profile turns what an op carries (flops, bytes moved, GEMM shape, collective
-//! bytes, group size, link class) into a duration. Three profiles exist ([`Hardware::NAMES`]):
+//! bytes, group size, link class) into a duration. The profiles ([`Hardware::NAMES`]) include:
 //!
 //! - **`h100`** (measured): one NVIDIA H100 SXM 80GB per rank, DGX H100 nodes of 8 GPUs on
 //!   NVSwitch. GEMMs and intra-node collectives are interpolated in tables XLA measured on
 //!   `sm_90`; everything else is a roofline or an alpha-beta model over datasheet figures.
+//! - **`h200`** (measured): the H100's die and tables with HBM3e at 4.8 TB/s and the memory
+//!   efficiencies measured on an H200 (below).
 //! - **`a800`** (roofline): the Concerto paper's setting (Cheng et al., ASPLOS 2025): 32 NVIDIA
 //!   A800 80GB SXM, 4 nodes of 8, NVLink 400 GB/s, 800 Gb/s between nodes. Every formula is a
 //!   roofline or an alpha-beta model over published peaks.
@@ -74,9 +76,25 @@
 //! - a dimension below 256 is raised to 256 (`m' = max(m, 256)`, ...): **tile quantisation**,
 //!   a GEMM is no faster than one 256-wide tile of the table, so it costs what the GEMM with
 //!   that dimension at 256 costs;
-//! - a dimension above 4096 (or b above 4) keeps the throughput at the grid's edge (saturated
-//!   tensor cores), so time grows with the flops;
+//! - a dimension above 4096 keeps the throughput at the grid's edge (saturated tensor cores),
+//!   so time grows with the flops;
+//! - a batch above the grid's (b > 4): see "Batched GEMMs" below;
 //! - a shape with a zero dimension computes nothing (only the HBM term and the floor apply).
+//!
+//! ## Batched GEMMs
+//!
+//! The table's small products are latency-bound: at (4, 1024, 128, 1024) the table measured
+//! 9.5 µs for 1.07 GFLOP, 113 TFLOP/s. Keeping that throughput for a larger batch, as a clamp
+//! of b to 4 would, charges every further batch the same fixed latency, although one launch
+//! runs all batches at once on the SMs the small product leaves idle: an attention product of
+//! b = 128 heads x batches, 1024 x 128 x 1024, came out at 285-317 µs where cuBLAS and Triton
+//! took 83-94 µs on an H200 (`docs/fidelity-data/step_kernels.json`; 370-414 TFLOP/s, and
+//! 335 MB of operands and result, so HBM-bound). A batch above 4 therefore costs
+//! `max(t(4, m, n, k), 2 b m' n' k' / saturated)`, `saturated` the table's throughput at its
+//! largest point (4, 4096, 4096, 4096; 789 TFLOP/s in bf16): no less than the four-batch product
+//! and no less than its flops on fully busy tensor cores. Time stays non-decreasing in b, m, n
+//! and k. The HBM term (operands and result at the stream bandwidth) then decides for such
+//! thin products: 87 µs on `h200`, 100 µs on `h100`.
 //!
 //! **Padding envelope.** The raw table is not monotone: 26 of the 1 150 grid steps of the bf16
 //! table (24 for f32, 110 for f8, nearly all among the smallest, latency-bound shapes) make a
@@ -88,6 +106,29 @@
 //! doubles the throughput per doubling of a coordinate, so log time is non-decreasing along
 //! every axis of the geometric interpolation: a bigger GEMM never takes less time. Lookup:
 //! O(1) (16 grid points).
+//!
+//! # Memory efficiency
+//!
+//! The HBM term is `bytes / (paper bandwidth · efficiency)`, the efficiency by what the kernel
+//! does. On `h200` the three figures are measured on the H200 of `docs/fidelity-data`
+//! (`docs/src/fidelity.md`):
+//!
+//! - **stream, 0.80**: kernels that read and write (elementwise and loop fusions, reductions,
+//!   copies, the operands of GEMMs). A 2 GiB device-to-device copy moved 3.84 TB/s, read plus
+//!   write (`contention.json`), against 4.8 TB/s on paper;
+//! - **row normalisations, 0.46**: ops of class [`Norm`](crate::ir::ComputeClass::Norm) (the
+//!   HLO importer gives it to fusions that broadcast a reduction's result back over the rows
+//!   it reduced: softmax, layer norm and their gradients). The step's 29 such kernels, most
+//!   of them Triton block-level fusions over rows of 1 024 to 2 048 elements, moved their
+//!   operands and results at 2.20 TB/s, time-weighted (`step_kernels.json`): they recompute
+//!   the row statistics in f32 and hold a row per program, so fewer loads are in flight than
+//!   in a streaming kernel;
+//! - **fills, 0.35**: ops that only write (bytes equal to their outputs' bytes: a broadcast of
+//!   a constant, an iota). The step's two zero-fills wrote 134 and 537 MB at 1.70 TB/s, below
+//!   the 1.92 TB/s of writes in the copy above.
+//!
+//! The other profiles have no such measurement and use the paper bandwidth for every kernel
+//! (efficiency 1).
 //!
 //! # Collectives
 //!
@@ -188,19 +229,20 @@
 //!
 //! # Constants
 //!
-//! | | `h100` | `a800` | `a800-pcie` |
-//! |---|---|---|---|
-//! | HBM | HBM3 3.35 TB/s | HBM2e 2.039 TB/s | as `a800` |
-//! | fp32 vector | 67 TFLOP/s | 19.5 TFLOP/s | as `a800` |
-//! | bf16 / f16 tensor (dense) | 989 TFLOP/s | 312 TFLOP/s | as `a800` |
-//! | tf32 tensor (dense, f32 GEMMs) | 494.5 TFLOP/s | 156 TFLOP/s | as `a800` |
-//! | fp8 tensor (dense) | 1 979 TFLOP/s | (none: bf16 rate) | as `a800` |
-//! | GEMMs with a shape | measured table | tensor peak | tensor peak |
-//! | intra-node | measured table | ring, 200 GB/s, alpha 5 µs | ring, 24 GB/s, alpha 10 µs |
-//! | inter-node, per node | 400 GB/s, alpha 8 µs | 100 GB/s, alpha 8 µs | as `a800` |
-//! | GPUs per node | 8 | 8 | 8 |
-//! | kernel floor | 1 µs | 1 µs | 1 µs |
-//! | contention | 1.45 (measured) | 1.1 | 1.1 |
+//! | | `h100` | `h200` | `a800` | `a800-pcie` |
+//! |---|---|---|---|---|
+//! | HBM | HBM3 3.35 TB/s | HBM3e 4.8 TB/s | HBM2e 2.039 TB/s | as `a800` |
+//! | memory efficiency (stream / norm / fill) | 1 | 0.80 / 0.46 / 0.35 (measured) | 1 | 1 |
+//! | fp32 vector | 67 TFLOP/s | as `h100` | 19.5 TFLOP/s | as `a800` |
+//! | bf16 / f16 tensor (dense) | 989 TFLOP/s | as `h100` | 312 TFLOP/s | as `a800` |
+//! | tf32 tensor (dense, f32 GEMMs) | 494.5 TFLOP/s | as `h100` | 156 TFLOP/s | as `a800` |
+//! | fp8 tensor (dense) | 1 979 TFLOP/s | as `h100` | (none: bf16 rate) | as `a800` |
+//! | GEMMs with a shape | measured table | as `h100` | tensor peak | tensor peak |
+//! | intra-node | measured table | as `h100` | ring, 200 GB/s, alpha 5 µs | ring, 24 GB/s, alpha 10 µs |
+//! | inter-node, per node | 400 GB/s, alpha 8 µs | as `h100` | 100 GB/s, alpha 8 µs | as `a800` |
+//! | GPUs per node | 8 | 8 | 8 | 8 |
+//! | kernel floor | 1 µs | 1 µs | 1 µs | 1 µs |
+//! | contention | 1.45 (measured) | 1.45 (measured on an H200 too) | 1.1 | 1.1 |
 //!
 //! [`Hardware`] implements `Display`, which prints these.
 //!
@@ -212,6 +254,8 @@
 //! - NVIDIA H100 Tensor Core GPU datasheet (SXM5: HBM3 3.35 TB/s, FP32 67 TFLOP/s, BF16 1 979,
 //!   TF32 989 and FP8 3 958 TFLOP/s with sparsity, halved here for dense); NVIDIA DGX H100
 //!   datasheet (8 × ConnectX-7 400 Gb/s).
+//! - NVIDIA H200 Tensor Core GPU datasheet (SXM: 141 GB HBM3e at 4.8 TB/s; the H100 SXM's
+//!   compute figures).
 //! - NVIDIA A100 80GB datasheet for the A800 80GB SXM, which has the A100's compute and memory
 //!   (BF16 312, TF32 156, FP32 19.5 TFLOP/s dense, HBM2e 2.039 TB/s) with NVLink limited to
 //!   400 GB/s.

@@ -1,5 +1,5 @@
-//! The hardware profiles (`h100`, `a800`, `a800-pcie`, `a100`, `v100`) and the cost of one op on
-//! a profile.
+//! The hardware profiles (`h100`, `h200`, `a800`, `a800-pcie`, `a100`, `v100`) and the cost of
+//! one op on a profile.
 
 use std::fmt;
 use std::sync::Arc;
@@ -23,6 +23,40 @@ const DEFAULT_CONTENTION: f64 = 1.1;
 /// `docs/src/fidelity.md` (section 2) has the method, every transfer (2 to 32 CTAs: 1.12-2.05;
 /// copy engine: 1.02-1.06) and the raw data.
 const H100_CONTENTION: f64 = 1.45;
+
+/// The share of the paper HBM bandwidth that memory-bound kernels reach, by what they do (see
+/// the module docs, "Memory efficiency"). 1 everywhere on profiles without a measurement.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct MemoryEfficiency {
+    /// Kernels that read and write (elementwise, reductions, copies, GEMM operands): the
+    /// measured device-to-device copy rate.
+    pub(super) stream: f64,
+    /// Row normalisations ([`ComputeClass::Norm`]: softmax, layer norm and their gradients).
+    pub(super) norm: f64,
+    /// Kernels that only write (an op whose bytes are its outputs' bytes: a broadcast of a
+    /// constant, an iota).
+    pub(super) fill: f64,
+}
+
+impl MemoryEfficiency {
+    /// The paper bandwidth for every kernel.
+    const PAPER: MemoryEfficiency = MemoryEfficiency {
+        stream: 1.0,
+        norm: 1.0,
+        fill: 1.0,
+    };
+}
+
+/// Measured on the NVIDIA H200 of `docs/fidelity-data` (HBM3e, 4.8 TB/s on paper): a 2 GiB
+/// device-to-device copy moved 3.84 TB/s read + write (`contention.json`, `d2d_memcpy`); the
+/// 29 row-normalisation kernels of the bf16 GPT step (`step_kernels.json`) moved their
+/// operands and results at 2.20 TB/s, time-weighted; its two zero-fills (134 and 537 MB, the
+/// only kernels that only write) wrote at 1.70 TB/s.
+const H200_MEMORY: MemoryEfficiency = MemoryEfficiency {
+    stream: 0.80,
+    norm: 0.46,
+    fill: 0.35,
+};
 
 /// Dense tensor-core peaks (flop/s) by dtype family.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -81,6 +115,7 @@ pub struct Hardware {
     description: &'static str,
     hbm_bytes_per_sec: f64,
     hbm_name: &'static str,
+    memory: MemoryEfficiency,
     vector_flops_per_sec: f64,
     tensor: TensorPeaks,
     gemm: GemmModel,
@@ -110,7 +145,8 @@ pub(super) fn class_index(class: ComputeClass) -> usize {
 }
 impl Hardware {
     /// Names of the known profiles, for [`Hardware::by_name`].
-    pub const NAMES: &'static [&'static str] = &["h100", "a800", "a800-pcie", "a100", "v100"];
+    pub const NAMES: &'static [&'static str] =
+        &["h100", "h200", "a800", "a800-pcie", "a100", "v100"];
 
     /// NVIDIA H100 SXM 80GB in DGX H100 nodes of 8: measured GEMM and intra-node collective
     /// tables (XLA, sm_90), datasheet roofline otherwise, 400 GB/s NICs per node. The embedded
@@ -124,6 +160,7 @@ impl Hardware {
             description: "NVIDIA H100 SXM 80GB, DGX H100 nodes (measured XLA tables, sm_90)",
             hbm_bytes_per_sec: 3.35e12,
             hbm_name: "HBM3",
+            memory: MemoryEfficiency::PAPER,
             vector_flops_per_sec: 67e12,
             tensor: TensorPeaks {
                 bf16: 989e12,
@@ -140,6 +177,20 @@ impl Hardware {
         }
     }
 
+    /// NVIDIA H200 SXM 141GB in nodes of 8: the H100's die (132 SMs, the same tensor peaks,
+    /// GEMM and collective tables) with HBM3e at 4.8 TB/s on paper, and the memory
+    /// efficiencies measured on one (see the module docs, "Memory efficiency").
+    pub fn h200() -> Hardware {
+        Hardware {
+            name: "h200".into(),
+            description: "NVIDIA H200 SXM 141GB, HGX H200 nodes (H100 tables, measured HBM3e)",
+            hbm_bytes_per_sec: 4.8e12,
+            hbm_name: "HBM3e",
+            memory: H200_MEMORY,
+            ..Hardware::h100()
+        }
+    }
+
     /// NVIDIA A800 80GB SXM, nodes of 8: the Concerto paper's setting, datasheet roofline for
     /// compute, alpha-beta rings over NVLink (200 GB/s per direction) and 800 Gb/s per node.
     pub fn a800() -> Hardware {
@@ -150,6 +201,7 @@ impl Hardware {
             description: "NVIDIA A800 80GB SXM, nodes of 8 (roofline; Concerto, ASPLOS 2025)",
             hbm_bytes_per_sec: 2.039e12,
             hbm_name: "HBM2e",
+            memory: MemoryEfficiency::PAPER,
             vector_flops_per_sec: 19.5e12,
             tensor: TensorPeaks {
                 bf16: 312e12,
@@ -211,6 +263,7 @@ impl Hardware {
             description: "NVIDIA V100 SXM2 32GB, DGX-1 nodes of 8 (roofline, datasheet)",
             hbm_bytes_per_sec: 0.9e12,
             hbm_name: "HBM2",
+            memory: MemoryEfficiency::PAPER,
             vector_flops_per_sec: 15.7e12,
             tensor: TensorPeaks {
                 bf16: 125e12,
@@ -235,6 +288,7 @@ impl Hardware {
     pub fn by_name(name: &str) -> Result<Hardware, GraphError> {
         match name.trim().to_ascii_lowercase().as_str() {
             "h100" => Ok(Hardware::h100()),
+            "h200" => Ok(Hardware::h200()),
             "a800" => Ok(Hardware::a800()),
             "a800-pcie" => Ok(Hardware::a800_pcie()),
             "a100" => Ok(Hardware::a100()),
@@ -299,7 +353,19 @@ impl Hardware {
                         _ => flops as f64 * NS_PER_S / self.vector_flops_per_sec,
                     },
                 };
-                self.scaled_kernel_ns(compute, bytes, self.compute_scale[class_index(class)])
+                let written: u64 = op.outputs.iter().map(|t| t.bytes()).sum();
+                let efficiency = if bytes > 0 && bytes == written {
+                    self.memory.fill
+                } else if class == ComputeClass::Norm {
+                    self.memory.norm
+                } else {
+                    self.memory.stream
+                };
+                self.scaled_kernel_ns(
+                    compute,
+                    bytes as f64 / efficiency,
+                    self.compute_scale[class_index(class)],
+                )
             }
             OpKind::Collective {
                 kind,
@@ -324,7 +390,7 @@ impl Hardware {
             * (shape.m as f64 * shape.k as f64
                 + shape.k as f64 * shape.n as f64
                 + shape.m as f64 * shape.n as f64);
-        let bytes_ns = elems * dtype.size() as f64 * NS_PER_S / self.hbm_bytes_per_sec;
+        let bytes_ns = elems * dtype.size() as f64 * NS_PER_S / self.stream_bytes_per_sec();
         ceil_ns(compute.max(bytes_ns).max(self.min_kernel_ns as f64))
     }
 
@@ -367,21 +433,23 @@ impl Hardware {
         ceil_ns(ns * scale)
     }
 
-    /// Duration in ns of a kernel that only moves `bytes` through HBM:
-    /// `max(bytes / HBM bandwidth, 1 µs)`.
+    /// Duration in ns of a kernel that reads and writes `bytes` through HBM:
+    /// `max(bytes / (HBM bandwidth · stream efficiency), 1 µs)`.
     pub fn memory_bound_ns(&self, bytes: u64) -> u64 {
-        self.kernel_ns(0.0, bytes)
+        self.scaled_kernel_ns(0.0, bytes as f64 / self.memory.stream, 1.0)
     }
 
-    /// `max(compute_ns, bytes / HBM, floor)`, rounded up.
-    fn kernel_ns(&self, compute_ns: f64, bytes: u64) -> u64 {
-        self.scaled_kernel_ns(compute_ns, bytes, 1.0)
+    /// The bandwidth (bytes/s) a kernel that reads and writes streams at: the paper HBM
+    /// bandwidth times the stream efficiency.
+    fn stream_bytes_per_sec(&self) -> f64 {
+        self.hbm_bytes_per_sec * self.memory.stream
     }
 
-    /// `max(scale * max(compute_ns, bytes / HBM), floor)`, rounded up: a fitted class factor
+    /// `max(scale * max(compute_ns, paper_bytes / HBM), floor)`, rounded up: `paper_bytes` are
+    /// the bytes divided by the kernel's memory efficiency; a fitted class factor
     /// ([`crate::hardware::Fit`]) scales the roofline terms, not the kernel floor.
-    fn scaled_kernel_ns(&self, compute_ns: f64, bytes: u64, scale: f64) -> u64 {
-        let bytes_ns = bytes as f64 * NS_PER_S / self.hbm_bytes_per_sec;
+    fn scaled_kernel_ns(&self, compute_ns: f64, paper_bytes: f64, scale: f64) -> u64 {
+        let bytes_ns = paper_bytes * NS_PER_S / self.hbm_bytes_per_sec;
         ceil_ns((compute_ns.max(bytes_ns) * scale).max(self.min_kernel_ns as f64))
     }
 
@@ -421,6 +489,14 @@ impl fmt::Display for Hardware {
             tf(self.vector_flops_per_sec),
             self.min_kernel_ns
         )?;
+        if self.memory != MemoryEfficiency::PAPER {
+            writeln!(
+                f,
+                "  memory efficiency (measured): streams {}, row normalisations {}, fills {} \
+                 of the paper bandwidth",
+                self.memory.stream, self.memory.norm, self.memory.fill
+            )?;
+        }
         writeln!(
             f,
             "  tensor peaks (dense): bf16/f16 {} TFLOP/s, tf32 {} TFLOP/s, fp8 {} TFLOP/s",

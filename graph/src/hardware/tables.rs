@@ -237,18 +237,27 @@ impl GemmTables {
     }
 
     /// Time (ns) of one GEMM of `shape`: dimensions below the grid raised to it (tile
-    /// quantisation), throughput interpolated; 0 for a shape with a zero dimension.
+    /// quantisation), throughput interpolated; 0 for a shape with a zero dimension. A batch
+    /// above the grid's (b > 4) costs `max(t(4, m, n, k), flops / saturated throughput)`: see
+    /// the module docs of [`super`], "Batched GEMMs".
     pub(super) fn gemm_ns(&self, shape: GemmShape, t: GemmType) -> f64 {
         if shape.b == 0 || shape.m == 0 || shape.n == 0 || shape.k == 0 {
             return 0.0;
         }
         let lo = GEMM_DIM[0];
-        let flops = 2.0
-            * shape.b as f64
-            * shape.m.max(lo) as f64
-            * shape.n.max(lo) as f64
-            * shape.k.max(lo) as f64;
-        flops * NS_PER_S / self.throughput(shape, t)
+        let b_max = GEMM_B[GEMM_B.len() - 1];
+        let per_batch =
+            2.0 * shape.m.max(lo) as f64 * shape.n.max(lo) as f64 * shape.k.max(lo) as f64;
+        let batched = GemmShape {
+            b: shape.b.min(b_max),
+            ..shape
+        };
+        let edge = batched.b as f64 * per_batch * NS_PER_S / self.throughput(batched, t);
+        if shape.b <= b_max {
+            return edge;
+        }
+        let saturated = self.thr[t as usize][GEMM_POINTS - 1];
+        edge.max(shape.b as f64 * per_batch * NS_PER_S / saturated)
     }
 }
 

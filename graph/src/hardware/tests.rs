@@ -539,3 +539,60 @@ fn display_lists_the_constants() {
         assert!(a.contains(s), "{s} missing in\n{a}");
     }
 }
+
+#[test]
+fn h200_streams_normalises_and_fills_at_their_measured_bandwidths() {
+    let h200 = Hardware::h200();
+    assert_eq!(Hardware::by_name("H200").unwrap(), h200);
+    // 480 MB at 4.8 TB/s on paper is 100 µs; streams reach 0.80 of it, row normalisations
+    // 0.46, kernels that only write 0.35.
+    let bytes = 480_000_000;
+    let out = Tensor::new(vec![bytes / 2], DType::Bf16);
+    let stream = Op::compute("add", ComputeClass::Elementwise, 0, bytes);
+    assert_eq!(h200.op_ns(&stream), 125_000);
+    let norm = Op::compute("softmax", ComputeClass::Norm, 0, bytes);
+    assert_eq!(h200.op_ns(&norm), ceil_div(100_000 * 100, 46));
+    let fill = Op::compute("zeros", ComputeClass::Elementwise, 0, bytes).with_output(out.clone());
+    assert_eq!(h200.op_ns(&fill), ceil_div(100_000 * 100, 35));
+    // A kernel that also reads is a stream, whatever it writes.
+    let copy = Op::compute("copy", ComputeClass::Other, 0, 2 * bytes).with_output(out.clone());
+    assert_eq!(h200.op_ns(&copy), 250_000);
+    assert_eq!(h200.memory_bound_ns(bytes), 125_000);
+    // The profiles without a measurement keep the paper bandwidth for every kind.
+    let h100 = Hardware::h100();
+    let paper = ceil_div(u128::from(bytes) * 1_000_000_000, 3_350_000_000_000);
+    for op in [&stream, &norm, &fill] {
+        assert_eq!(h100.op_ns(op), paper, "{}", op.name);
+    }
+    // Compute-bound work is the H100's: the same die and GEMM table.
+    let g = shape(1, 4096, 4096, 4096);
+    assert_eq!(h200.gemm_ns(g, DType::Bf16), h100.gemm_ns(g, DType::Bf16));
+    assert!(h200.to_string().contains("HBM3e 4.8 TB/s"));
+    assert!(h200.to_string().contains("row normalisations 0.46"));
+}
+
+#[test]
+fn batched_gemms_beyond_the_table_fill_the_gpu_instead_of_repeating_its_latency() {
+    let t = gemm_tables();
+    let ty = GemmType::Bf16;
+    // The attention product of the H200 step: 128 x (1024 x 128 x 1024).
+    let at4 = t.gemm_ns(shape(4, 1024, 128, 1024), ty);
+    let b128 = t.gemm_ns(shape(128, 1024, 128, 1024), ty);
+    let saturated = t.gemm_ns(shape(4, 4096, 4096, 4096), ty) / (4.0 * 4096.0 * 4096.0 * 4096.0);
+    let want = 128.0 * 1024.0 * 256.0 * 1024.0 * saturated;
+    assert!((b128 / want - 1.0).abs() < 1e-12, "{b128} against {want}");
+    // The clamp of b to 4 would charge 32 times the four-batch product.
+    assert!(b128 < 0.5 * 32.0 * at4, "{b128} against {at4}");
+    // Never below the four-batch product, and non-decreasing in b.
+    let mut last = at4;
+    for b in [5, 8, 16, 64, 128, 1024] {
+        let now = t.gemm_ns(shape(b, 1024, 128, 1024), ty);
+        assert!(now >= last && now >= at4, "b = {b}: {now} < {last}");
+        last = now;
+    }
+    // On h200 the product is HBM-bound: 335 MB of operands and result at 3.84 TB/s.
+    let h200 = Hardware::h200();
+    let bytes: f64 = 128.0 * (1024.0 * 1024.0 + 2.0 * 1024.0 * 128.0) * 2.0;
+    let hbm = (bytes * 1e9 / 3.84e12).ceil() as u64;
+    assert_eq!(h200.gemm_ns(shape(128, 1024, 128, 1024), DType::Bf16), hbm);
+}

@@ -1,7 +1,7 @@
 //! Costing compute instructions: dots and convolutions from their shapes, fusions and calls
 //! from their called computations, elementwise and data-movement opcodes from their bytes.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use concerto_graph::{ComputeClass, DType, GemmShape};
 
@@ -139,16 +139,20 @@ impl<'m> Lowerer<'m> {
                     inner.bytes.max(io)
                 } else {
                     match in_place_update(comp) {
-                        // An in-place update (XLA's dynamic-update-slice fusions): the
-                        // buffer is neither read nor rewritten, only the update's slice is
-                        // written (the update operand's read is in `io` already).
-                        Some(update) => io
+                        // An in-place update (XLA's dynamic-update-slice and scatter
+                        // fusions): the buffer is neither read nor rewritten whole, only the
+                        // slices the update touches (an update operand's read is in `io`).
+                        Some(touched) => io
                             .saturating_sub(i.shape.bytes().saturating_mul(2))
-                            .saturating_add(update),
+                            .saturating_add(touched),
                         None => io,
                     }
                 };
-                (inner.class(), inner.flops, bytes, inner.gemm)
+                let class = match inner.class() {
+                    ComputeClass::Reduction if normalises(comp) => ComputeClass::Norm,
+                    c => c,
+                };
+                (class, inner.flops, bytes, inner.gemm)
             }
             "conditional" => {
                 let branches: Vec<&str> = match i.attribute("branch_computations") {
@@ -236,6 +240,27 @@ impl<'m> Lowerer<'m> {
                 (ComputeClass::Elementwise, i.shape.elements(), io, None)
             }
             _ if REDUCTIONS.contains(&op) => (ComputeClass::Reduction, operand_bytes / 2, io, None),
+            // Scatter and gather touch what their updates and results hold, not their whole
+            // operand (XLA's `HloCostAnalysis::HandleScatter` and `HandleGather`).
+            "scatter" if i.operands.len() == 3 => {
+                let size = |k: usize| {
+                    i.operands
+                        .get(k)
+                        .and_then(|o| shapes.get(o.as_str()))
+                        .map_or(0, |s| s.bytes())
+                };
+                let bytes = size(2).saturating_mul(3).saturating_add(size(1));
+                (ComputeClass::Other, 0, bytes, None)
+            }
+            "gather" => {
+                let indices = i
+                    .operands
+                    .get(1)
+                    .and_then(|o| shapes.get(o.as_str()))
+                    .map_or(0, |s| s.bytes());
+                let bytes = i.shape.bytes().saturating_mul(2).saturating_add(indices);
+                (ComputeClass::Other, 0, bytes, None)
+            }
             _ if MOVEMENT.contains(&op) => (ComputeClass::Other, 0, io, None),
             _ => {
                 self.warn(
@@ -351,19 +376,48 @@ impl<'m> Lowerer<'m> {
     }
 }
 
-/// The bytes of the update when `comp`'s root is a `dynamic-update-slice` (an in-place update
-/// of its first operand, as XLA runs it: a fusion's buffer is shared with the operand it
-/// updates), `None` otherwise.
+/// The bytes an in-place update touches in its buffer when `comp`'s root updates its first
+/// operand in place, as XLA runs it (a fusion's buffer is shared with the operand it
+/// updates): a `dynamic-update-slice` writes its update's bytes; a `scatter` reads and writes
+/// the slices its updates (operand 2) combine into, twice their bytes (as XLA's
+/// `HloCostAnalysis::HandleScatter` counts them, `xla/service/hlo_cost_analysis.cc`: "the
+/// equivalent of 3N update shapes (input, output, and updates), and the scatter indices").
+/// `None` for any other root.
 fn in_place_update(comp: &Computation) -> Option<u64> {
     let root = comp.instructions.get(comp.root)?;
-    if root.opcode != "dynamic-update-slice" {
-        return None;
-    }
-    let update = root.operands.get(1)?;
+    let (update, times) = match root.opcode.as_str() {
+        "dynamic-update-slice" => (root.operands.get(1)?, 1),
+        "scatter" if root.operands.len() == 3 => (root.operands.get(2)?, 2),
+        _ => return None,
+    };
     comp.instructions
         .iter()
         .find(|x| &x.name == update)
-        .map(|x| x.shape.bytes())
+        .map(|x| x.shape.bytes().saturating_mul(times))
+}
+
+/// Whether the fused computation `comp` is a row normalisation (softmax, layer norm and their
+/// gradients): a `reduce`'s result, possibly converted or combined elementwise with other
+/// reduced values, is broadcast back over the rows it reduced. A fusion that only returns its
+/// reductions (XLA's input fusions of bias gradients and statistics) is not one. One pass over
+/// the instructions (they are in def-use order), O(instructions · operands).
+fn normalises(comp: &Computation) -> bool {
+    let mut reduced: BTreeSet<&str> = BTreeSet::new();
+    for x in &comp.instructions {
+        let from_reduced =
+            !x.operands.is_empty() && x.operands.iter().any(|o| reduced.contains(o.as_str()));
+        match x.opcode.as_str() {
+            "reduce" => {
+                reduced.insert(&x.name);
+            }
+            "broadcast" if from_reduced => return true,
+            op if from_reduced && (ELEMENTWISE.contains(&op) || FREE.contains(&op)) => {
+                reduced.insert(&x.name);
+            }
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The dimension numbers of a dot: contracting and batch dimensions of each side.
