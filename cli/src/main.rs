@@ -14,6 +14,7 @@ mod calibrate;
 mod check;
 mod data;
 mod decompose;
+mod fidelity;
 mod graphs_bench;
 mod import;
 mod io;
@@ -51,6 +52,9 @@ enum Command {
     /// Compare the cost model with a PyTorch profiler trace's measured kernels, per class;
     /// fit a profile to them (`-o FILE`, for `--hardware FILE`).
     Calibrate(calibrate::CalibrateArgs),
+    /// The cost model against measured kernels, per kernel class, per instruction and for the
+    /// step: an HLO module with a jax.profiler trace of it, or a PyTorch profiler trace.
+    Fidelity(fidelity::FidelityArgs),
     /// Build a training-step graph of a model under a parallel plan.
     Model(model::ModelArgs),
     /// Schedule a training-step graph; compare with program order, an XLA-LHS-like and an
@@ -96,6 +100,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Import(args) => import::run(&args),
         Command::Calibrate(args) => calibrate::run(&args),
+        Command::Fidelity(args) => fidelity::run(&args),
         Command::Model(args) => model::run(&args),
         Command::Optimize(args) => optimize::run(&args),
         Command::Simulate(args) => simulate::run(&args),

@@ -100,3 +100,67 @@ fn a_trace_of_another_module_or_a_graph_that_is_no_module_is_refused() {
         stderr(&o)
     );
 }
+
+#[test]
+fn fidelity_prints_the_classes_the_step_and_the_coverage() {
+    let (module, trace) = (fidelity("step.opt.hlo.gz"), fidelity("step_trace.json.gz"));
+    let v = json(&["fidelity", &module, &trace, "--hardware", "h200", "--json"]);
+    for key in ["measured_ns", "modelled_ns", "error_pct"] {
+        assert!(v["step"][key].is_number(), "step.{key}: {v}");
+    }
+    let classes = v["classes"].as_array().unwrap();
+    for c in classes {
+        for key in [
+            "class",
+            "instructions",
+            "measured_ns",
+            "modelled_ns",
+            "error_pct",
+        ] {
+            assert!(!c[key].is_null(), "{key}: {c}");
+        }
+    }
+    let batched = classes
+        .iter()
+        .find(|c| c["class"] == "GEMM, batched")
+        .unwrap();
+    assert!(
+        batched["error_pct"].as_f64().unwrap().abs() <= 10.0,
+        "{batched}"
+    );
+    assert_eq!(v["coverage"]["instructions_pct"], 100.0);
+    assert_eq!(
+        v["ops"].as_array().unwrap().len(),
+        10,
+        "--worst 10 by default"
+    );
+    // With the trace as the costs, XLA's schedule simulates to the measured kernel sum.
+    let p = json(&[
+        "fidelity",
+        &module,
+        &trace,
+        "--hardware",
+        "h200",
+        "--profile",
+        &trace,
+        "--json",
+    ]);
+    assert!(
+        p["step"]["error_pct"].as_f64().unwrap().abs() <= 2.0,
+        "{}",
+        p["step"]
+    );
+    assert!(p["coverage"]["time_pct"].as_f64().unwrap() >= 99.0);
+    // An HLO module needs its trace; a profiler trace is its own measurement.
+    let e = stderr(&concerto(&["fidelity", &module]));
+    assert!(e.contains("give the jax.profiler trace"), "{e}");
+    let kineto = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../data/kineto/alexnet_1gpu.json.gz")
+        .display()
+        .to_string();
+    let e = stderr(&concerto(&["fidelity", &kineto, &trace]));
+    assert!(e.contains("is not an HLO module"), "{e}");
+    let k = json(&["fidelity", &kineto, "--hardware", "a100", "--json"]);
+    assert!(k["step"]["measured_ns"].as_u64().unwrap() > 0);
+    assert!(k["shapeless"].as_u64().is_some());
+}

@@ -6,6 +6,7 @@
 //! ([`kineto`]) of measured steps; and the measured kernel times of a `jax.profiler` trace as
 //! the costs of a module's ops ([`profile`]).
 
+pub mod fidelity;
 pub mod hlo;
 pub mod kineto;
 pub mod profile;
