@@ -138,6 +138,20 @@ impl<'m> Lowerer<'m> {
                 let bytes = if op == "call" {
                     inner.bytes.max(io)
                 } else {
+                    // What the fusion reads of each operand: all of it, unless it reaches the
+                    // output only through gathers and slices (see `read_fractions`).
+                    let read = read_fractions(comp);
+                    let unread: u64 = i
+                        .operands
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(k, o)| {
+                            let f = read.get(k).copied().unwrap_or(1.0);
+                            let b = shapes.get(o.as_str())?.bytes();
+                            Some(b - (b as f64 * f).ceil().min(b as f64) as u64)
+                        })
+                        .sum();
+                    let io = io.saturating_sub(unread);
                     match in_place_update(comp) {
                         // An in-place update (XLA's dynamic-update-slice and scatter
                         // fusions): the buffer is neither read nor rewritten whole, only the
@@ -394,6 +408,69 @@ fn in_place_update(comp: &Computation) -> Option<u64> {
         .iter()
         .find(|x| &x.name == update)
         .map(|x| x.shape.bytes().saturating_mul(times))
+}
+
+/// Per parameter of the fused computation `comp` (by parameter number), the fraction of its
+/// elements the fusion reads, as XLA's `HloCostAnalysis` weighs a fusion parameter by its
+/// operand utilization: a fused kernel computes each output element from the elements it
+/// needs, so a value consumed only through a `gather`, `slice` or `dynamic-slice` is read
+/// only where those take it (each takes `its elements / its operand's elements` of it), and
+/// elementwise, `bitcast`, `reshape`, `copy`, `convert` and `transpose` pass the fraction of
+/// their result on to their operands. Any other use (a reduction, a broadcast, a dot, a
+/// concatenation) reads the whole operand. A value used several times takes its largest
+/// fraction. One backward pass over the instructions, O(instructions · operands).
+fn read_fractions(comp: &Computation) -> Vec<f64> {
+    const PASS: &[&str] = &["bitcast", "reshape", "copy", "convert", "transpose"];
+    let index: BTreeMap<&str, usize> = comp
+        .instructions
+        .iter()
+        .enumerate()
+        .map(|(k, x)| (x.name.as_str(), k))
+        .collect();
+    let mut frac = vec![0.0f64; comp.instructions.len()];
+    if let Some(r) = frac.get_mut(comp.root) {
+        *r = 1.0;
+    }
+    for (k, x) in comp.instructions.iter().enumerate().rev() {
+        let f = frac[k];
+        if f == 0.0 {
+            continue;
+        }
+        let op = x.opcode.as_str();
+        for (j, o) in x.operands.iter().enumerate() {
+            let Some(&src) = index.get(o.as_str()) else {
+                continue;
+            };
+            let taken = match op {
+                "gather" | "slice" | "dynamic-slice" if j == 0 => {
+                    let whole = comp.instructions[src].shape.elements().max(1);
+                    f * x.shape.elements() as f64 / whole as f64
+                }
+                "tuple" => f,
+                _ if ELEMENTWISE.contains(&op) || PASS.contains(&op) => f,
+                _ => 1.0,
+            };
+            frac[src] = frac[src].max(taken.min(1.0));
+        }
+    }
+    let mut out = Vec::new();
+    for (k, x) in comp.instructions.iter().enumerate() {
+        if x.opcode != "parameter" {
+            continue;
+        }
+        let Some(n) = x
+            .literal
+            .as_deref()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+        else {
+            continue;
+        };
+        if out.len() <= n {
+            out.resize(n + 1, 1.0);
+        }
+        out[n] = frac[k];
+    }
+    out
 }
 
 /// Whether the fused computation `comp` is a row normalisation (softmax, layer norm and their
