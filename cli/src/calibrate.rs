@@ -2,28 +2,37 @@
 //! trace ([`concerto_extract::kineto::calibrate`]), a profile fitted to it (`-o FILE`, which
 //! `--hardware FILE` takes), and the fitted profile checked on another step of the same trace.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
 use concerto_extract::kineto::{self, calibrate::Calibration, TraceOptions};
+use concerto_extract::profile::KernelProfile;
 use concerto_graph::Hardware;
 use serde::Serialize;
 
 use crate::io::write;
+use crate::opts::import_options;
 use crate::Failure;
 use concerto_pipeline::table::Table;
 
 /// Arguments of `concerto calibrate`.
 #[derive(Args, Debug)]
 pub(crate) struct CalibrateArgs {
-    /// A PyTorch profiler trace (`.json` or `.json.gz`).
+    /// A PyTorch profiler trace (`.json` or `.json.gz`), or with `--module` a `jax.profiler`
+    /// trace (`*.trace.json.gz`) of that module's step.
     pub(crate) trace: PathBuf,
+    /// The HLO module (XLA's `*after_optimizations.txt`, plain or `.gz`) that TRACE, a
+    /// `jax.profiler` trace, profiled: its instructions are costed by the model and measured
+    /// by their kernels, one profiled step at a time.
+    #[arg(long, value_name = "MODULE")]
+    pub(crate) module: Option<PathBuf>,
     /// The profile to compare with: a name, or a fitted profile file; default: by the trace's
     /// GPU (`v100`, `a100`, `h100`).
     #[arg(long)]
     pub(crate) hardware: Option<String>,
-    /// The step to fit on (default: the median step).
+    /// The step to fit on (default: the median step): `ProfilerStep#N` of a PyTorch trace,
+    /// the N-th profiled step (from 0) of a `jax.profiler` trace.
     #[arg(long, value_name = "N")]
     pub(crate) step: Option<u64>,
     /// Write the fitted profile here (JSON; `--hardware FILE` reads it).
@@ -85,7 +94,89 @@ fn import(
         .with_context(|| format!("importing trace {}", args.trace.display()))
 }
 
+/// `calibrate TRACE --module MODULE`: the module costed from one step of a `jax.profiler`
+/// trace ([`kineto::calibrate::calibrate_measured`]), fitted on the median step (or `--step`)
+/// and checked on the next one (or the one before). Returns the report and the device.
+fn jax_calibration(args: &CalibrateArgs, module: &Path) -> anyhow::Result<(CalibrateJson, String)> {
+    let hardware = Hardware::load(args.hardware.as_deref().unwrap_or("h100"))?
+        .with_gpus_per_node(args.gpus_per_node)?;
+    let m = concerto_extract::read::read_module(module)?;
+    let options = import_options(args.gpus_per_node, &[])?;
+    let (graph, _) = concerto_extract::hlo::lower(&m, &options)
+        .with_context(|| format!("importing {}", module.display()))?;
+    let text = concerto_extract::read::read_text(&args.trace)?;
+    let profile = KernelProfile::read(&text, &m.name)
+        .map_err(|e| anyhow::anyhow!("reading profile {}: {e}", args.trace.display()))?;
+    let fit_step = match args.step {
+        Some(n) => usize::try_from(n)
+            .ok()
+            .filter(|&k| k < profile.steps)
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--step {n}: the profile has steps 0 to {}",
+                    profile.steps - 1
+                )
+            })?,
+        None => profile.median_step(),
+    };
+    let file = args.trace.file_name().map_or_else(
+        || args.trace.display().to_string(),
+        |f| f.to_string_lossy().into_owned(),
+    );
+    let source = format!("{file} step {fit_step} of module {}", m.name);
+    let measured_step = |k: usize, hw: &Hardware| -> anyhow::Result<Calibration> {
+        let one = profile.step(k).expect("a step of the profile");
+        let (costed, _) = one
+            .apply(&graph, &m, hw, false)
+            .map_err(|e| anyhow::anyhow!("costing {} from its profile: {e}", module.display()))?;
+        Ok(kineto::calibrate::calibrate_measured(&costed, hw, &source))
+    };
+    let fitted = measured_step(fit_step, &hardware)?;
+    if let Some(path) = &args.output {
+        write(path, &fitted.fit.to_json())?;
+    }
+    let other = if fit_step + 1 < profile.steps {
+        Some(fit_step + 1)
+    } else {
+        fit_step.checked_sub(1)
+    };
+    let held_out = match other {
+        Some(k) => {
+            let fitted_hw =
+                Hardware::fitted(&fitted.fit)?.with_gpus_per_node(args.gpus_per_node)?;
+            Some(HeldOut {
+                step: format!("step {k}"),
+                base: measured_step(k, &hardware)?,
+                fitted: measured_step(k, &fitted_hw)?,
+            })
+        }
+        None => None,
+    };
+    let out = CalibrateJson {
+        trace: file,
+        step: format!("step {fit_step}"),
+        fitted,
+        held_out,
+    };
+    Ok((out, format!("{}, module {}", profile.device, m.name)))
+}
+
 pub(crate) fn run(args: &CalibrateArgs) -> Result<(), Failure> {
+    let (out, device) = match &args.module {
+        Some(module) => jax_calibration(args, module)?,
+        None => trace_calibration(args)?,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&out)?);
+        return Ok(());
+    }
+    print_report(args, &out, &device);
+    Ok(())
+}
+
+/// `calibrate TRACE` of a PyTorch profiler trace: fitted on one step, checked on the next.
+/// Returns the report and the trace's GPU.
+fn trace_calibration(args: &CalibrateArgs) -> anyhow::Result<(CalibrateJson, String)> {
     let (graph, report) = import(args, args.step)?;
     let name = args
         .hardware
@@ -133,16 +224,16 @@ pub(crate) fn run(args: &CalibrateArgs) -> Result<(), Failure> {
         fitted,
         held_out,
     };
-    if args.json {
-        println!("{}", serde_json::to_string(&out)?);
-        return Ok(());
-    }
-    println!(
-        "trace        {} {} ({})",
-        out.trace,
-        out.step,
-        report.device.as_deref().unwrap_or("GPU not recorded")
-    );
+    let device = report
+        .device
+        .clone()
+        .unwrap_or_else(|| "GPU not recorded".into());
+    Ok((out, device))
+}
+
+/// The text report of a calibration.
+fn print_report(args: &CalibrateArgs, out: &CalibrateJson, device: &str) {
+    println!("trace        {} {} ({device})", out.trace, out.step);
     println!(
         "hardware     {} (the cost model compared with)",
         out.fitted.hardware
@@ -166,6 +257,9 @@ pub(crate) fn run(args: &CalibrateArgs) -> Result<(), Failure> {
         Some(k) => println!(
             "contention   {:.3}x: {} kernels measured beside an NCCL kernel ({} runs) and alone ({} runs)",
             k.factor, k.kernels, k.overlapped_runs, k.alone_runs
+        ),
+        None if args.module.is_some() => println!(
+            "contention   no estimate (a jax.profiler trace of one module: no kernel ran beside a collective and alone)"
         ),
         None => println!("contention   no estimate (no kernel ran both beside an NCCL kernel and alone, 3 times each)"),
     }
@@ -211,7 +305,6 @@ pub(crate) fn run(args: &CalibrateArgs) -> Result<(), Failure> {
     if let Some(path) = &args.output {
         println!("written      {}", path.display());
     }
-    Ok(())
 }
 
 /// The error table; with `fitted`, a second error column for the fitted profile.

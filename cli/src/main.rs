@@ -49,8 +49,9 @@ enum Command {
     /// Import a graph (an XLA HLO text module, a PyTorch profiler trace, or a native graph
     /// JSON such as the PyTorch adapter writes), costed on a hardware profile.
     Import(import::ImportArgs),
-    /// Compare the cost model with a PyTorch profiler trace's measured kernels, per class;
-    /// fit a profile to them (`-o FILE`, for `--hardware FILE`).
+    /// Compare the cost model with a PyTorch profiler trace's measured kernels, or a
+    /// jax.profiler trace's with `--module`, per class; fit a profile to them (`-o FILE`, for
+    /// `--hardware FILE`).
     Calibrate(calibrate::CalibrateArgs),
     /// The cost model against measured kernels, per kernel class, per instruction and for the
     /// step: an HLO module with a jax.profiler trace of it, or a PyTorch profiler trace.

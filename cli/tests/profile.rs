@@ -164,3 +164,57 @@ fn fidelity_prints_the_classes_the_step_and_the_coverage() {
     assert!(k["step"]["measured_ns"].as_u64().unwrap() > 0);
     assert!(k["shapeless"].as_u64().is_some());
 }
+
+#[test]
+fn calibrate_reads_a_jax_profile_with_its_module() {
+    let (module, trace) = (fidelity("step.opt.hlo.gz"), fidelity("step_trace.json.gz"));
+    let dir = scratch("calibrate-jax");
+    let fit = dir.join("h200-fit.json").display().to_string();
+    let args = [
+        "calibrate",
+        &trace,
+        "--module",
+        &module,
+        "--hardware",
+        "h200",
+        "-o",
+        &fit,
+        "--json",
+    ];
+    let v = json(&args);
+    // Fitted on the median step (by kernel sum), checked on the next one.
+    assert_eq!(v["step"], "step 2");
+    assert_eq!(v["held_out"]["step"], "step 3");
+    let rows = v["fitted"]["rows"].as_array().unwrap();
+    let classes: Vec<&str> = rows.iter().map(|r| r["class"].as_str().unwrap()).collect();
+    assert_eq!(
+        classes,
+        ["elementwise", "gemm", "norm", "other", "reduction"]
+    );
+    let ops: u64 = rows.iter().map(|r| r["ops"].as_u64().unwrap()).sum();
+    assert_eq!(ops, 337);
+    // The fit is closer than the profile on the step it was not fitted on.
+    let err = |c: &serde_json::Value| -> f64 {
+        c["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["error_pct"].as_f64().unwrap().abs())
+            .sum()
+    };
+    let h = &v["held_out"];
+    assert!(err(&h["fitted"]) < err(&h["base"]), "{h}");
+    // The fitted profile is a --hardware file.
+    let f = json(&["fidelity", &module, &trace, "--hardware", &fit, "--json"]);
+    assert!(
+        f["step"]["error_pct"].as_f64().unwrap().abs() < 2.0,
+        "{}",
+        f["step"]
+    );
+    let o = concerto(&["calibrate", &trace, "--module", &module, "--step", "9"]);
+    assert!(
+        stderr(&o).contains("--step 9: the profile has steps 0 to 4"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -175,6 +175,33 @@ impl KernelProfile {
         })
     }
 
+    /// The profile of its step `k` (0-based, in time order) alone; `None` past the last step.
+    pub fn step(&self, k: usize) -> Option<KernelProfile> {
+        let step_ns = *self.step_kernel_ns.get(k)?;
+        Some(KernelProfile {
+            module: self.module.clone(),
+            device: self.device.clone(),
+            steps: 1,
+            steps_from: self.steps_from,
+            kernels: self
+                .kernels
+                .iter()
+                .map(|(n, s)| (n.clone(), vec![s.get(k).cloned().unwrap_or_default()]))
+                .collect(),
+            step_kernel_ns: vec![step_ns],
+        })
+    }
+
+    /// The index of the step whose summed kernel time is the median (the lower middle one).
+    pub fn median_step(&self) -> usize {
+        let mut order: Vec<usize> = (0..self.step_kernel_ns.len()).collect();
+        order.sort_by_key(|&k| (self.step_kernel_ns[k], k));
+        order
+            .get(order.len().saturating_sub(1) / 2)
+            .copied()
+            .unwrap_or(0)
+    }
+
     /// Costs the ops of `graph`, imported from `module`, from the profile (see the module
     /// docs); `hardware` gives the model's costs for the coverage. Under `strict` an
     /// instruction of the profile that the graph lacks is an error; a profile that names no

@@ -140,21 +140,7 @@ pub fn calibrate(
             }
         }
     }
-    let table: Vec<ClassError> = rows
-        .iter()
-        .map(|(class, v)| {
-            let m: u64 = v.iter().map(|x| x.0).sum();
-            let p: u64 = v.iter().map(|x| x.1).sum();
-            ClassError {
-                class: class.clone(),
-                ops: v.len(),
-                measured_ns: m,
-                model_ns: p,
-                error_pct: super::error_pct(p, m),
-                median_ratio: median(v.iter().map(|&(a, b)| b as f64 / a.max(1) as f64).collect()),
-            }
-        })
-        .collect();
+    let table = error_rows(&rows);
 
     let mut fit = Fit::new(base_name(&hardware.name), source);
     if let Some(v) = rows.get("gemm").filter(|v| v.len() >= MIN_SAMPLES) {
@@ -223,6 +209,101 @@ pub fn calibrate(
         contention,
         fit,
     }
+}
+
+/// Compares `graph`, whose ops carry measured durations (an HLO module costed from one step of
+/// a `jax.profiler` trace, [`crate::profile::KernelProfile::apply`]), with `hardware`, per
+/// compute class, and fits a profile to it; `source` names the trace in the fit. Unlike a
+/// PyTorch trace, every measured instruction has its shapes: GEMMs with a shape form the
+/// `gemm` row, every other compute op its class's row (an op with neither flops nor bytes is
+/// unmodelled), collectives with bytes their kind's. The fit: per row with at least
+/// [`MIN_SAMPLES`] ops, the ratio of measured to modelled time summed over the row; the ring
+/// and the kernel floor as for a trace. One step, one stream: no contention estimate.
+/// Cost: O(ops log ops).
+pub fn calibrate_measured(graph: &Graph, hardware: &Hardware, source: &str) -> Calibration {
+    let model = |op: &Op| {
+        let mut bare = op.clone();
+        bare.duration_ns = None;
+        hardware.op_ns(&bare)
+    };
+    let mut rows: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
+    let mut unmodelled: BTreeMap<String, usize> = BTreeMap::new();
+    for op in graph.ops() {
+        let Some(measured) = op.duration_ns else {
+            continue;
+        };
+        let key = match &op.kind {
+            OpKind::Compute {
+                class: ComputeClass::Gemm,
+                gemm: Some(_),
+                ..
+            } => Some("gemm".to_string()),
+            OpKind::Compute { flops, bytes, .. } if *flops == 0 && *bytes == 0 => None,
+            OpKind::Compute { class, .. } => Some(class_name(*class).to_string()),
+            OpKind::Collective { kind, bytes, .. } if *bytes > 0 => Some(kind.as_str().into()),
+            OpKind::Collective { .. } => None,
+        };
+        match key {
+            Some(k) => rows.entry(k).or_default().push((measured, model(op))),
+            None => {
+                let k = match &op.kind {
+                    OpKind::Compute { class, .. } => class_name(*class).to_string(),
+                    OpKind::Collective { kind, .. } => format!("{} (no bytes)", kind.as_str()),
+                };
+                *unmodelled.entry(k).or_default() += 1;
+            }
+        }
+    }
+    let table = error_rows(&rows);
+    let mut fit = Fit::new(base_name(&hardware.name), source);
+    for (class, v) in &rows {
+        let compute = [
+            "gemm",
+            "attention",
+            "elementwise",
+            "reduction",
+            "norm",
+            "other",
+        ];
+        if v.len() >= MIN_SAMPLES && compute.contains(&class.as_str()) {
+            fit.compute_scale.insert(class.clone(), ratio(v));
+        }
+    }
+    fit.collective = fit_ring(graph);
+    let mut kernel_ns: Vec<u64> = graph
+        .ops()
+        .filter(|op| !op.is_collective())
+        .filter_map(|op| op.duration_ns)
+        .collect();
+    kernel_ns.sort_unstable();
+    if kernel_ns.len() >= MIN_FLOOR_SAMPLES {
+        fit.min_kernel_ns = Some(kernel_ns[(kernel_ns.len() - 1) / 20].max(1));
+    }
+    Calibration {
+        hardware: hardware.name.clone(),
+        rows: table,
+        unmodelled,
+        contention: None,
+        fit,
+    }
+}
+
+/// The error table of measured and modelled times per row.
+fn error_rows(rows: &BTreeMap<String, Vec<(u64, u64)>>) -> Vec<ClassError> {
+    rows.iter()
+        .map(|(class, v)| {
+            let m: u64 = v.iter().map(|x| x.0).sum();
+            let p: u64 = v.iter().map(|x| x.1).sum();
+            ClassError {
+                class: class.clone(),
+                ops: v.len(),
+                measured_ns: m,
+                model_ns: p,
+                error_pct: super::error_pct(p, m),
+                median_ratio: median(v.iter().map(|&(a, b)| b as f64 / a.max(1) as f64).collect()),
+            }
+        })
+        .collect()
 }
 
 /// The built-in profile a (possibly fitted) profile's name stands on.
