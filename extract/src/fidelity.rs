@@ -12,7 +12,7 @@
 //!   step's measured time is the median over steps of the module's summed kernel time;
 //! - a graph whose ops carry measured durations, such as a PyTorch profiler trace's import
 //!   ([`Fidelity::of_measured_graph`]): classes are concerto's own (GEMMs split by batch
-//!   where the op has a shape), and the step's measured time is the caller's (the trace's
+//!   where the op has a shape, "GEMM, no shape" where it has none), and the step's measured time is the caller's (the trace's
 //!   replayed step).
 //!
 //! Only measured ops enter the class rows, so each row compares the same kernels. The model's
@@ -21,7 +21,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use concerto_graph::{Graph, Hardware, Op, OpKind};
+use concerto_graph::{ComputeClass, Graph, Hardware, Op, OpKind};
 use serde::Serialize;
 
 use crate::hlo::{self, Instruction, Module};
@@ -234,6 +234,9 @@ impl Fidelity {
                 (Some(g), _) => g.to_string(),
                 (None, OpKind::Collective { kind, .. }) => {
                     format!("collectives ({kind:?})").to_lowercase()
+                }
+                (None, OpKind::Compute { class, .. }) if *class == ComputeClass::Gemm => {
+                    "GEMM, no shape".to_string()
                 }
                 (None, OpKind::Compute { class, .. }) => {
                     concerto_graph::hardware::class_name(*class).to_string()

@@ -15,6 +15,7 @@ OPTIONS = {
     "--solver": ("solver", str),
     "--gpus-per-node": ("gpus_per_node", int),
     "--step": ("step", int),
+    "--profile": ("profile", str),
 }
 
 

@@ -40,8 +40,13 @@ def optimize(
     solver: str = "pumpkin",
     gpus_per_node: int = 8,
     step: int | None = None,
+    profile: str | os.PathLike[str] | None = None,
+    profile_strict: bool = False,
 ) -> Report:
-    """Concerto's plan for a graph: ``concerto optimize`` in process."""
+    """Concerto's plan for a graph: ``concerto optimize`` in process. ``profile``: a
+    ``jax.profiler`` trace of the HLO module ``graph`` names, whose kernels cost its ops
+    (``--profile``); ``profile_strict``: an instruction of the profile the module lacks is an
+    error (``--profile-strict``)."""
 
 def simulate(
     graph: GraphArg,

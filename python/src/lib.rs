@@ -180,6 +180,7 @@ fn optimize_inner(
     threads: usize,
     solver: &str,
     step: Option<u64>,
+    profile: Option<(PathBuf, bool)>,
 ) -> Result<Report, (bool, String)> {
     let input_err = |e: String| (true, e);
     let started = Instant::now();
@@ -197,9 +198,31 @@ fn optimize_inner(
         trace_step: step,
         ..ImportOptions::default()
     };
-    let input = read(&arg, &options).map_err(input_err)?;
-    let graph = &input.graph;
+    let mut input = read(&arg, &options).map_err(input_err)?;
     let mut hw = hardware(hardware_name, gpus_per_node, contention).map_err(input_err)?;
+    // Profile-guided costs, as `concerto optimize MODULE --profile TRACE`.
+    let profiled = match (profile, &arg) {
+        (None, _) => None,
+        (Some((trace, strict)), GraphArg::Path(module)) => {
+            let (g, r) = concerto_extract::profile::apply_files(
+                &input.graph,
+                module,
+                &trace,
+                &hw,
+                strict,
+            )
+            .map_err(input_err)?;
+            input.graph = g;
+            Some(r)
+        }
+        (Some(_), GraphArg::Json(_)) => {
+            return Err(input_err(
+                "profile= costs the ops of an HLO module given by its path, not a graph dict"
+                    .into(),
+            ))
+        }
+    };
+    let graph = &input.graph;
     if input.trace.is_some() && contention.is_none() {
         hw = hw
             .with_contention(1.0)
@@ -230,7 +253,12 @@ fn optimize_inner(
         .run(graph, &Silent)
         .map_err(|e| (false, format!("optimizing: {}", chain(&e))))?;
     let summary = r.summary();
-    let json = serde_json::to_string(&summary).map_err(|e| (false, e.to_string()))?;
+    let mut value = serde_json::to_value(&summary).map_err(|e| (false, e.to_string()))?;
+    if let (Some(p), Some(map)) = (&profiled, value.as_object_mut()) {
+        let p = serde_json::to_value(p).map_err(|e| (false, e.to_string()))?;
+        map.insert("profile".into(), p);
+    }
+    let json = value.to_string();
     let s = &r.schedule;
     let (kept_graph, kept) = r.result();
     let ns = |k: Scheduler| s.get(k).map_or(0, |x| x.makespan_ns());
@@ -268,7 +296,7 @@ fn raise((input, msg): (bool, String)) -> PyErr {
 #[pyfunction]
 #[pyo3(signature = (graph, hardware="h100", time_limit=None, work_limit=None, memory_budget=None,
                     contention=None, seed=0, threads=1, solver="pumpkin", gpus_per_node=8,
-                    step=None))]
+                    step=None, profile=None, profile_strict=false))]
 #[allow(clippy::too_many_arguments)]
 fn optimize(
     py: Python<'_>,
@@ -283,8 +311,14 @@ fn optimize(
     solver: &str,
     gpus_per_node: u32,
     step: Option<u64>,
+    profile: Option<PathBuf>,
+    profile_strict: bool,
 ) -> PyResult<Report> {
     let arg = graph_arg(py, graph)?;
+    if profile.is_none() && profile_strict {
+        return Err(bad("profile_strict needs profile="));
+    }
+    let profile = profile.map(|p| (p, profile_strict));
     let budget = self::memory_budget(memory_budget)?;
     let (hardware, solver) = (hardware.to_string(), solver.to_string());
     py.detach(move || {
@@ -300,6 +334,7 @@ fn optimize(
             threads,
             &solver,
             step,
+            profile,
         )
     })
     .map_err(raise)

@@ -25,6 +25,8 @@ HLO = os.path.join(ROOT, "fixtures", "hlo", "dp.opt.hlo")
 COMPILED = os.path.join(ROOT, "fixtures", "hlo_gpu", "gpt_mix2x4_l1_cublas.gpu.hlo")
 TRACE = os.path.join(ROOT, "fixtures", "kineto", "ddp_3steps.json")
 J30 = os.path.join(ROOT, "fixtures", "psplib", "j30", "j301_1.sm")
+H200_STEP = os.path.join(ROOT, "docs", "fidelity-data", "step.opt.hlo.gz")
+H200_TRACE = os.path.join(ROOT, "docs", "fidelity-data", "step_trace.json.gz")
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -72,6 +74,24 @@ class Engine(unittest.TestCase):
                 # The plan simulates to the reported makespan, here and in the binary.
                 sim = concerto.simulate(path, ours.plan)
                 self.assertEqual(sim["makespan_ns"], ours.optimized_ns)
+
+    def test_a_profile_costs_the_module_as_on_the_command_line(self):
+        ours = concerto.optimize(H200_STEP, work_limit=2000, profile=H200_TRACE,
+                                 profile_strict=True)  # fmt: skip
+        theirs = cli_json("optimize", H200_STEP, "--work-limit", "2000", "--profile", H200_TRACE,
+                          "--profile-strict", "--json")  # fmt: skip
+        self.assertEqual(timeless(json.loads(ours.to_json())), timeless(theirs))
+        p = json.loads(ours.to_json())["profile"]
+        self.assertEqual((p["ops"], p["measured_ops"]), (337, 337))
+        # The measured costs, not the model's: XLA's own order sums to the kernel time.
+        plain = concerto.optimize(H200_STEP, work_limit=2000)
+        self.assertNotEqual(plain.program_order_ns, ours.program_order_ns)
+        with self.assertRaises(ValueError) as e:
+            concerto.optimize(HLO, work_limit=2000, profile=H200_TRACE)
+        self.assertIn("another module", str(e.exception))
+        with self.assertRaises(ValueError) as e:
+            concerto.optimize(HLO, profile_strict=True)
+        self.assertIn("profile_strict needs profile=", str(e.exception))
 
     def test_a_dict_graph_is_the_native_format(self):
         g = concerto.import_graph(HLO)
