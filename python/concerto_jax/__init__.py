@@ -26,8 +26,8 @@ Modules (run with ``PYTHONPATH=python`` and the interpreter ``scripts/pyenv`` pr
   scheduler; :func:`optimize` (``concerto_jax.optimize``) compiles, optimises, steers and
   recompiles a ``jax.jit`` step.
 - :mod:`concerto_jax.grammar_census`: XLA's test modules through XLA's parser and concerto.
-- :mod:`concerto_jax.gpu_measure`, :mod:`concerto_jax.gpu_costs`: the GPU measurements of
-  ``scripts/gpu-measure`` and their join with concerto's costs (docs/src/fidelity.md).
+- :mod:`concerto_jax.gpu_measure`: the GPU measurements of ``scripts/gpu-measure``;
+  ``concerto fidelity`` puts them beside concerto's costs (docs/src/fidelity.md).
 
 Every module keeps ``jax`` imports inside functions, so that a caller can set ``XLA_FLAGS``
 before jax starts (see :func:`concerto_jax.hlo_text.configure_xla`).
