@@ -172,6 +172,24 @@ fn concerto_never_loses_to_a_baseline_and_reports_the_solver_apart() {
 }
 
 #[test]
+fn a_joint_step_left_no_time_keeps_sad_instead_of_failing() {
+    // A time limit the start's schedule spends whole: the windows get nothing, and the call
+    // still returns S+AD with a note (`bench graphs --decompose joint` once failed here with
+    // "the time limit must be positive").
+    let g = gpt(2, Parallel::new(1, 8, 1));
+    let mut p = pipeline(Decompose::Joint, false);
+    p.config.schedule.time_limit = Some(Duration::from_nanos(1));
+    let j = p.joint(&g, &[], 1_000_000_000).unwrap();
+    assert!(!j.kept);
+    assert_eq!(j.makespan_ns, 1_000_000_000);
+    let note = j.note.as_deref().unwrap_or("");
+    assert!(
+        note.contains("time limit was spent before the joint windows"),
+        "{note}"
+    );
+}
+
+#[test]
 fn joint_without_a_modal_solver_is_a_clear_error() {
     let g = gpt(1, Parallel::new(1, 2, 1));
     let mut p = pipeline(Decompose::Joint, false);

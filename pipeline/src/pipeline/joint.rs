@@ -91,8 +91,15 @@ impl Pipeline {
             r => r?,
         };
         let starts = schedule_of(&first.concerto().timeline).starts().to_vec();
+        let windows_limit = left(2.0 / 3.0);
+        if windows_limit.is_some_and(|t| t.is_zero()) {
+            // The start's schedule spent the call's time: the windows get none, and a time
+            // limit covers the whole call, so S+AD stands.
+            let note = "the time limit was spent before the joint windows: joint = S+AD";
+            return Ok(not_kept(u.regions.len(), None, note));
+        }
         let limits = Limits {
-            time_limit: left(2.0 / 3.0),
+            time_limit: windows_limit,
             work_limit: self.config.schedule.work_limit,
             seed: self.config.schedule.seed,
             ..Limits::default()
