@@ -124,23 +124,12 @@ pub(crate) fn run(args: &FidelityArgs) -> Result<(), Failure> {
             .into());
         }
         let graph = imported.graph;
-        // The trace's own schedule carries the host's launch times: compare the kernels.
-        let measured_step: u64 = graph.ops().filter_map(|op| op.duration_ns).sum();
-        let step: u64 = graph
-            .ops()
-            .filter(|op| op.duration_ns.is_some())
-            .map(|op| {
-                let mut o = op.clone();
-                o.duration_ns = None;
-                hardware.op_ns(&o)
-            })
-            .sum();
         FidelityJson {
             module: graph.name().to_string(),
             hardware: hardware.name.clone(),
             device: None,
             steps: None,
-            fidelity: Fidelity::of_measured_graph(&graph, &hardware, measured_step, step),
+            fidelity: Fidelity::of_measured_graph(&graph, &hardware),
         }
     };
     if args.json {

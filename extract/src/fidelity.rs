@@ -12,16 +12,16 @@
 //!   step's measured time is the median over steps of the module's summed kernel time;
 //! - a graph whose ops carry measured durations, such as a PyTorch profiler trace's import
 //!   ([`Fidelity::of_measured_graph`]): classes are concerto's own (GEMMs split by batch
-//!   where the op has a shape, "GEMM, no shape" where it has none), and the step's measured time is the caller's (the trace's
-//!   replayed step).
+//!   where the op has a shape, "GEMM, no shape" where it has none), and the step is the
+//!   measured ops' summed time against the model's sum for them.
 //!
-//! Only measured ops enter the class rows, so each row compares the same kernels. The model's
-//! step is the caller's simulated makespan of the module's own schedule. Error % is
+//! Only measured ops enter the class rows, so each row compares the same kernels. For a
+//! module, the model's step is the caller's simulated makespan of its own schedule. Error % is
 //! `100 (modelled - measured) / measured`. Cost: O(ops + instructions).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use concerto_graph::{ComputeClass, Graph, Hardware, Op, OpKind};
+use concerto_graph::{CollectiveKind, ComputeClass, Graph, Hardware, Op, OpKind};
 use serde::Serialize;
 
 use crate::hlo::{self, Instruction, Module};
@@ -93,8 +93,9 @@ pub struct Fidelity {
     pub shapeless: usize,
 }
 
-/// Whether `op` carries nothing the model can cost from.
-fn shapeless(op: &Op) -> bool {
+/// Whether `op` carries nothing the model can cost from: a compute op with neither flops nor
+/// bytes, a collective without bytes.
+pub(crate) fn shapeless(op: &Op) -> bool {
     match op.kind {
         OpKind::Compute { flops, bytes, .. } => flops == 0 && bytes == 0,
         OpKind::Collective { bytes, .. } => bytes == 0,
@@ -110,13 +111,6 @@ fn error_pct(model: u64, measured: u64) -> f64 {
     }
 }
 
-/// The model's duration of `op`, ignoring a measured duration it carries.
-fn modelled(hardware: &Hardware, op: &Op) -> u64 {
-    let mut bare = op.clone();
-    bare.duration_ns = None;
-    hardware.op_ns(&bare)
-}
-
 /// The GEMM class of an op with a shape: batched when b > 1.
 fn gemm_class(op: &Op) -> Option<&'static str> {
     match op.kind {
@@ -126,11 +120,16 @@ fn gemm_class(op: &Op) -> Option<&'static str> {
     }
 }
 
+/// The class of a collective: `collectives (<kind>)`.
+fn collective_class(kind: CollectiveKind) -> String {
+    format!("collectives ({kind:?})").to_lowercase()
+}
+
 /// The class of the kernel XLA emits for instruction `i` of a module (see the module docs);
 /// `op` is its graph op.
 fn hlo_class(i: &Instruction, op: &Op) -> String {
     if let OpKind::Collective { kind, .. } = op.kind {
-        return format!("collectives ({kind:?})").to_lowercase();
+        return collective_class(kind);
     }
     if let Some(g) = gemm_class(op) {
         return g.to_string();
@@ -149,7 +148,7 @@ fn hlo_class(i: &Instruction, op: &Op) -> String {
     format!("other ({})", i.opcode)
 }
 
-/// What the per-op rows add up to.
+/// The per-op rows as they are gathered.
 struct Rows {
     ops: Vec<OpFidelity>,
     shapeless: usize,
@@ -157,10 +156,38 @@ struct Rows {
     total_ops: usize,
 }
 
+impl Rows {
+    fn new(total_ops: usize) -> Rows {
+        Rows {
+            ops: Vec::new(),
+            shapeless: 0,
+            all_model_ns: 0,
+            total_ops,
+        }
+    }
+
+    /// Counts `model` ns of the model's time, and `op` as a row when it was measured.
+    fn add(&mut self, op: &Op, class: impl FnOnce() -> String, model: u64, measured: Option<u64>) {
+        self.all_model_ns += model;
+        let Some(measured_ns) = measured else {
+            return;
+        };
+        self.shapeless += usize::from(shapeless(op));
+        self.ops.push(OpFidelity {
+            name: op.name.clone(),
+            class: class(),
+            measured_ns,
+            modelled_ns: model,
+            error_pct: error_pct(model, measured_ns),
+        });
+    }
+}
+
 impl Fidelity {
     /// The model of `graph` (imported from `module`) on `hardware`, durations the graph carries
-    /// included (profile-guided costs), against `profile`'s kernels; `modelled_step_ns` is the simulated makespan of the module's own schedule.
-    /// A profile of another module is an error ([`KernelProfile::apply`]).
+    /// included (profile-guided costs), against `profile`'s kernels; `modelled_step_ns` is the
+    /// simulated makespan of the module's own schedule. A profile of another module is an
+    /// error ([`KernelProfile::apply`]).
     pub fn of_module(
         graph: &Graph,
         module: &Module,
@@ -177,64 +204,32 @@ impl Fidelity {
             .flat_map(|c| &c.instructions)
             .map(|i| (i.name.as_str(), i))
             .collect();
-        let mut ops = Vec::new();
-        let mut all_model_ns = 0u64;
-        let mut shapeless_ops = 0;
+        let mut rows = Rows::new(graph.len());
         for (op, m) in graph.ops().zip(measured.ops()) {
             // The model's graph may carry durations of its own (profile-guided costs).
-            let model = hardware.op_ns(op);
-            all_model_ns += model;
-            if unmeasured.contains(op.name.as_str()) {
-                continue;
-            }
-            let (name, _) = hlo::pgle::split_name(&op.name, &containers);
-            let class = match instructions.get(name) {
-                Some(i) => hlo_class(i, op),
-                None => "other".into(),
+            let taken = !unmeasured.contains(op.name.as_str());
+            let class = || {
+                let (name, _) = hlo::pgle::split_name(&op.name, &containers);
+                match instructions.get(name) {
+                    Some(i) => hlo_class(i, op),
+                    None => "other".into(),
+                }
             };
             let measured_ns = m.duration_ns.unwrap_or(0);
-            shapeless_ops += usize::from(shapeless(op));
-            ops.push(OpFidelity {
-                name: op.name.clone(),
-                class,
-                measured_ns,
-                modelled_ns: model,
-                error_pct: error_pct(model, measured_ns),
-            });
+            rows.add(op, class, hardware.op_ns(op), taken.then_some(measured_ns));
         }
-        let rows = Rows {
-            ops,
-            shapeless: shapeless_ops,
-            all_model_ns,
-            total_ops: graph.len(),
-        };
         Ok(rows.into_fidelity(report.step_kernel_ns, modelled_step_ns))
     }
 
     /// The model of `graph` on `hardware` against the measured durations its ops carry (ops
-    /// without one are left out); `measured_step_ns` and `modelled_step_ns` are the caller's
-    /// (the trace's replayed step, the simulated makespan with the model's durations).
-    pub fn of_measured_graph(
-        graph: &Graph,
-        hardware: &Hardware,
-        measured_step_ns: u64,
-        modelled_step_ns: u64,
-    ) -> Fidelity {
-        let mut ops = Vec::new();
-        let mut all_model_ns = 0u64;
-        let mut shapeless_ops = 0;
+    /// without one are left out). The step is their summed measured time against the model's
+    /// sum for the same ops: a trace's own schedule carries the host's launch gaps.
+    pub fn of_measured_graph(graph: &Graph, hardware: &Hardware) -> Fidelity {
+        let mut rows = Rows::new(graph.len());
         for op in graph.ops() {
-            let model = modelled(hardware, op);
-            all_model_ns += model;
-            let Some(measured_ns) = op.duration_ns else {
-                continue;
-            };
-            shapeless_ops += usize::from(shapeless(op));
-            let class = match (gemm_class(op), &op.kind) {
+            let class = || match (gemm_class(op), &op.kind) {
                 (Some(g), _) => g.to_string(),
-                (None, OpKind::Collective { kind, .. }) => {
-                    format!("collectives ({kind:?})").to_lowercase()
-                }
+                (None, OpKind::Collective { kind, .. }) => collective_class(*kind),
                 (None, OpKind::Compute { class, .. }) if *class == ComputeClass::Gemm => {
                     "GEMM, no shape".to_string()
                 }
@@ -242,21 +237,11 @@ impl Fidelity {
                     concerto_graph::hardware::class_name(*class).to_string()
                 }
             };
-            ops.push(OpFidelity {
-                name: op.name.clone(),
-                class,
-                measured_ns,
-                modelled_ns: model,
-                error_pct: error_pct(model, measured_ns),
-            });
+            rows.add(op, class, hardware.model_ns(op), op.duration_ns);
         }
-        let rows = Rows {
-            ops,
-            shapeless: shapeless_ops,
-            all_model_ns,
-            total_ops: graph.len(),
-        };
-        rows.into_fidelity(measured_step_ns, modelled_step_ns)
+        let measured: u64 = rows.ops.iter().map(|o| o.measured_ns).sum();
+        let modelled: u64 = rows.ops.iter().map(|o| o.modelled_ns).sum();
+        rows.into_fidelity(measured, modelled)
     }
 }
 

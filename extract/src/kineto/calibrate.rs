@@ -121,23 +121,15 @@ pub fn calibrate(
     source: &str,
 ) -> Calibration {
     let measured = |i: usize| graph.op(concerto_graph::OpId(i)).duration_ns.unwrap_or(0);
-    let model = |op: &Op| {
-        let mut bare = op.clone();
-        bare.duration_ns = None;
-        hardware.op_ns(&bare)
-    };
     let mut rows: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
     let mut unmodelled: BTreeMap<String, usize> = BTreeMap::new();
     for (i, op) in graph.ops().enumerate() {
         match row_of(op) {
-            Some(r) => rows.entry(r).or_default().push((measured(i), model(op))),
-            None => {
-                let key = match &op.kind {
-                    OpKind::Compute { class, .. } => class_name(*class).to_string(),
-                    OpKind::Collective { kind, .. } => format!("{} (no bytes)", kind.as_str()),
-                };
-                *unmodelled.entry(key).or_default() += 1;
-            }
+            Some(r) => rows
+                .entry(r)
+                .or_default()
+                .push((measured(i), hardware.model_ns(op))),
+            None => *unmodelled.entry(unmodelled_key(op)).or_default() += 1,
         }
     }
     let table = error_rows(&rows);
@@ -189,17 +181,9 @@ pub fn calibrate(
             }
         }
     }
-    let mut kernel_ns: Vec<u64> = graph
-        .ops()
-        .filter(|op| {
-            !op.is_collective() && !op.name.starts_with("Memcpy") && !op.name.starts_with("Memset")
-        })
-        .filter_map(|op| op.duration_ns)
-        .collect();
-    kernel_ns.sort_unstable();
-    if kernel_ns.len() >= MIN_FLOOR_SAMPLES {
-        fit.min_kernel_ns = Some(kernel_ns[(kernel_ns.len() - 1) / 20].max(1));
-    }
+    fit.min_kernel_ns = kernel_floor(graph.ops().filter(|op| {
+        !op.is_collective() && !op.name.starts_with("Memcpy") && !op.name.starts_with("Memset")
+    }));
     let contention = contention(graph, report);
     fit.contention = contention.as_ref().map(|c| c.factor.max(1.0));
     Calibration {
@@ -221,38 +205,23 @@ pub fn calibrate(
 /// and the kernel floor as for a trace. One step, one stream: no contention estimate.
 /// Cost: O(ops log ops).
 pub fn calibrate_measured(graph: &Graph, hardware: &Hardware, source: &str) -> Calibration {
-    let model = |op: &Op| {
-        let mut bare = op.clone();
-        bare.duration_ns = None;
-        hardware.op_ns(&bare)
-    };
     let mut rows: BTreeMap<String, Vec<(u64, u64)>> = BTreeMap::new();
     let mut unmodelled: BTreeMap<String, usize> = BTreeMap::new();
     for op in graph.ops() {
         let Some(measured) = op.duration_ns else {
             continue;
         };
-        let key = match &op.kind {
-            OpKind::Compute {
-                class: ComputeClass::Gemm,
-                gemm: Some(_),
-                ..
-            } => Some("gemm".to_string()),
-            OpKind::Compute { flops, bytes, .. } if *flops == 0 && *bytes == 0 => None,
-            OpKind::Compute { class, .. } => Some(class_name(*class).to_string()),
-            OpKind::Collective { kind, bytes, .. } if *bytes > 0 => Some(kind.as_str().into()),
-            OpKind::Collective { .. } => None,
-        };
-        match key {
-            Some(k) => rows.entry(k).or_default().push((measured, model(op))),
-            None => {
-                let k = match &op.kind {
-                    OpKind::Compute { class, .. } => class_name(*class).to_string(),
-                    OpKind::Collective { kind, .. } => format!("{} (no bytes)", kind.as_str()),
-                };
-                *unmodelled.entry(k).or_default() += 1;
-            }
+        if crate::fidelity::shapeless(op) {
+            *unmodelled.entry(unmodelled_key(op)).or_default() += 1;
+            continue;
         }
+        let key = match &op.kind {
+            OpKind::Compute { class, .. } => class_name(*class).to_string(),
+            OpKind::Collective { kind, .. } => kind.as_str().into(),
+        };
+        rows.entry(key)
+            .or_default()
+            .push((measured, hardware.model_ns(op)));
     }
     let table = error_rows(&rows);
     let mut fit = Fit::new(base_name(&hardware.name), source);
@@ -270,15 +239,7 @@ pub fn calibrate_measured(graph: &Graph, hardware: &Hardware, source: &str) -> C
         }
     }
     fit.collective = fit_ring(graph);
-    let mut kernel_ns: Vec<u64> = graph
-        .ops()
-        .filter(|op| !op.is_collective())
-        .filter_map(|op| op.duration_ns)
-        .collect();
-    kernel_ns.sort_unstable();
-    if kernel_ns.len() >= MIN_FLOOR_SAMPLES {
-        fit.min_kernel_ns = Some(kernel_ns[(kernel_ns.len() - 1) / 20].max(1));
-    }
+    fit.min_kernel_ns = kernel_floor(graph.ops().filter(|op| !op.is_collective()));
     Calibration {
         hardware: hardware.name.clone(),
         rows: table,
@@ -304,6 +265,22 @@ fn error_rows(rows: &BTreeMap<String, Vec<(u64, u64)>>) -> Vec<ClassError> {
             }
         })
         .collect()
+}
+
+/// The row of an op the model has no inputs for: its class, or its collective kind.
+fn unmodelled_key(op: &Op) -> String {
+    match &op.kind {
+        OpKind::Compute { class, .. } => class_name(*class).to_string(),
+        OpKind::Collective { kind, .. } => format!("{} (no bytes)", kind.as_str()),
+    }
+}
+
+/// The kernel floor: the 5th percentile of the measured times of `kernels`, with at least
+/// [`MIN_FLOOR_SAMPLES`] of them.
+fn kernel_floor<'g>(kernels: impl Iterator<Item = &'g Op>) -> Option<u64> {
+    let mut ns: Vec<u64> = kernels.filter_map(|op| op.duration_ns).collect();
+    ns.sort_unstable();
+    (ns.len() >= MIN_FLOOR_SAMPLES).then(|| ns[(ns.len() - 1) / 20].max(1))
 }
 
 /// The built-in profile a (possibly fitted) profile's name stands on.

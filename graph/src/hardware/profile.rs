@@ -330,9 +330,15 @@ impl Hardware {
     /// Duration of `op` in ns: its `duration_ns` if set, else the cost model; at least 1.
     /// O(1) for compute, O(log s) for a collective over a table of s sizes.
     pub fn op_ns(&self, op: &Op) -> u64 {
-        if let Some(d) = op.duration_ns {
-            return d.max(1);
+        match op.duration_ns {
+            Some(d) => d.max(1),
+            None => self.model_ns(op),
         }
+    }
+
+    /// Duration of `op` in ns by the cost model alone, whatever `duration_ns` it carries: what
+    /// a measured op is compared with. At least 1; cost as [`Hardware::op_ns`].
+    pub fn model_ns(&self, op: &Op) -> u64 {
         match op.kind {
             OpKind::Compute {
                 class,
