@@ -13,6 +13,10 @@
 //!   roofline or an alpha-beta model over published peaks.
 //! - **`a800-pcie`** (roofline): the same GPUs without NVLink, the paper's "without NVLink"
 //!   setting: intra-node collectives run over PCIe 4.0.
+//! - **`a100`**, **`v100`** (datasheet peaks, tiled GEMMs): the GPUs of the repository's
+//!   PyTorch profiler traces. GEMMs are tile- and wave-quantised over the SMs as XLA's
+//!   analytical dot model does (below), and memory-bound kernels run at the efficiencies
+//!   measured on the H200.
 //!
 //! ```
 //! use concerto_graph::hardware::Hardware;
@@ -42,8 +46,9 @@
 //! `max(compute_time, bytes / HBM bandwidth, min_kernel_ns)`, where `compute_time` is:
 //!
 //! - with a GEMM shape (`gemm: Some(shape)`): `flops / throughput(shape, dtype)`. On `h100`
-//!   the throughput is the measured table's at that shape (below); on `a800` it is the tensor
-//!   peak for the dtype. The op's *total* flops are charged at the shape's throughput, so an
+//!   the throughput is the measured table's at that shape (below); on `a100` and `v100` the
+//!   tensor peak after tile and wave quantisation (below); on `a800` the tensor peak for the
+//!   dtype. The op's *total* flops are charged at the shape's throughput, so an
 //!   attention op doing two matmuls of that shape costs twice one of them.
 //! - without a shape, for `Gemm` and `Attention` ops: `flops / tensor peak(dtype)`;
 //! - for every other class (elementwise, reduction, norm, other): `flops / fp32 vector peak`
@@ -107,6 +112,29 @@
 //! every axis of the geometric interpolation: a bigger GEMM never takes less time. Lookup:
 //! O(1) (16 grid points).
 //!
+//! ## Tiled GEMMs (`a100`, `v100`)
+//!
+//! Without a measured table a GEMM costs what XLA's analytical dot model
+//! (`xla/service/gpu/model/gpu_dot_fusion_cost_model.cc`,
+//! `CalculateComputeTimeWithTileAndWaveQuantization`) charges: the result is cut into output
+//! tiles `tm x tn` (each a power of two from 32 to 256, with `tm tn · size(dtype)` at most
+//! 0.8 · 65 536, the accumulator budget of `TileFitsInRegisters`), one tile per SM at a time.
+//! With `tiles = b · ceil(m / tm) · ceil(n / tn)` and `waves = ceil(tiles / SMs)`, the compute
+//! time is `waves · SMs · 2 tm tn k / tensor peak`: a GEMM of fewer tiles than SMs leaves SMs
+//! idle, the last wave of a larger one runs partly empty, and the padding of the edge tiles
+//! is paid for. Each tile reads its `(tm + tn) k` operand elements through L2
+//! (`CalculateL2Time`): `tiles · (tm + tn) k · size(dtype) / L2 bandwidth`, so small tiles,
+//! which quantise better, re-read more. A tile costs the larger of the two terms, and the
+//! GEMM the least over the tiles (an autotuner picks the fastest; XLA's
+//! `FindBestBlockLevelParameters` is not written yet). A batched product is batch-aware this
+//! way: its `b` products share the waves. The HBM term is XLA's too: operands and result at
+//! 0.8 of the paper bandwidth (`CalculateHbmTime`'s `hbm_bandwidth_utilization_rate`), the
+//! stream efficiency below. Two departures from XLA's code, which hard-codes an H100's
+//! measured L2 bandwidth (6.65 TB/s) and divides elements by it: the L2 term counts bytes, at
+//! each GPU's own L2 read bandwidth (A100: 5 120 B/clock at 1 410 MHz, 7.2 TB/s; V100: 2 048
+//! B/clock at 1 530 MHz, 3.1 TB/s; NVIDIA's A100 whitepaper). `a100`: 108 SMs, `v100`: 80
+//! SMs (datasheets). O(16) per GEMM.
+//!
 //! # Memory efficiency
 //!
 //! The HBM term is `bytes / (paper bandwidth · efficiency)`, the efficiency by what the kernel
@@ -127,8 +155,13 @@
 //!   a constant, an iota). The step's two zero-fills wrote 134 and 537 MB at 1.70 TB/s, below
 //!   the 1.92 TB/s of writes in the copy above.
 //!
-//! The other profiles have no such measurement and use the paper bandwidth for every kernel
-//! (efficiency 1).
+//! `a100` and `v100` carry the same three shares. The stream share is the one XLA's own dot
+//! model assumes for every GPU (0.8, above); the row-normalisation and fill shares come from
+//! what the kernels do (XLA's row-reduction emitter holds a row per program and recomputes
+//! its statistics in f32; a fill only writes), the same emitters on every NVIDIA GPU, and are
+//! to be measured on an A100 and a V100. `h100`, `a800` and `a800-pcie` use the paper
+//! bandwidth for every kernel (efficiency 1): `h100` keeps the figures of its XLA tables,
+//! `a800` the Concerto paper's roofline.
 //!
 //! # Collectives
 //!
@@ -229,20 +262,20 @@
 //!
 //! # Constants
 //!
-//! | | `h100` | `h200` | `a800` | `a800-pcie` |
-//! |---|---|---|---|---|
-//! | HBM | HBM3 3.35 TB/s | HBM3e 4.8 TB/s | HBM2e 2.039 TB/s | as `a800` |
-//! | memory efficiency (stream / norm / fill) | 1 | 0.80 / 0.46 / 0.35 (measured) | 1 | 1 |
-//! | fp32 vector | 67 TFLOP/s | as `h100` | 19.5 TFLOP/s | as `a800` |
-//! | bf16 / f16 tensor (dense) | 989 TFLOP/s | as `h100` | 312 TFLOP/s | as `a800` |
-//! | tf32 tensor (dense, f32 GEMMs) | 494.5 TFLOP/s | as `h100` | 156 TFLOP/s | as `a800` |
-//! | fp8 tensor (dense) | 1 979 TFLOP/s | as `h100` | (none: bf16 rate) | as `a800` |
-//! | GEMMs with a shape | measured table | as `h100` | tensor peak | tensor peak |
-//! | intra-node | measured table | as `h100` | ring, 200 GB/s, alpha 5 µs | ring, 24 GB/s, alpha 10 µs |
-//! | inter-node, per node | 400 GB/s, alpha 8 µs | as `h100` | 100 GB/s, alpha 8 µs | as `a800` |
-//! | GPUs per node | 8 | 8 | 8 | 8 |
-//! | kernel floor | 1 µs | 1 µs | 1 µs | 1 µs |
-//! | contention | 1.45 (measured) | 1.45 (measured on an H200 too) | 1.1 | 1.1 |
+//! | | `h100` | `h200` | `a800` | `a800-pcie` | `a100` | `v100` |
+//! |---|---|---|---|---|---|---|
+//! | HBM | HBM3 3.35 TB/s | HBM3e 4.8 TB/s | HBM2e 2.039 TB/s | as `a800` | as `a800` | HBM2 0.9 TB/s |
+//! | memory efficiency (stream / norm / fill) | 1 | 0.80 / 0.46 / 0.35 (measured) | 1 | 1 | as `h200` | as `h200` |
+//! | fp32 vector | 67 TFLOP/s | as `h100` | 19.5 TFLOP/s | as `a800` | as `a800` | 15.7 TFLOP/s |
+//! | bf16 / f16 tensor (dense) | 989 TFLOP/s | as `h100` | 312 TFLOP/s | as `a800` | as `a800` | 125 TFLOP/s |
+//! | tf32 tensor (dense, f32 GEMMs) | 494.5 TFLOP/s | as `h100` | 156 TFLOP/s | as `a800` | as `a800` | (none: 15.7 fp32) |
+//! | fp8 tensor (dense) | 1 979 TFLOP/s | as `h100` | (none: bf16 rate) | as `a800` | as `a800` | (none: 125) |
+//! | GEMMs with a shape | measured table | as `h100` | tensor peak | tensor peak | tiled, 108 SMs | tiled, 80 SMs |
+//! | intra-node | measured table | as `h100` | ring, 200 GB/s, alpha 5 µs | ring, 24 GB/s, alpha 10 µs | ring, 300 GB/s, alpha 5 µs | ring, 150 GB/s, alpha 5 µs |
+//! | inter-node, per node | 400 GB/s, alpha 8 µs | as `h100` | 100 GB/s, alpha 8 µs | as `a800` | 200 GB/s, alpha 8 µs | 50 GB/s, alpha 8 µs |
+//! | GPUs per node | 8 | 8 | 8 | 8 | 8 | 8 |
+//! | kernel floor | 1 µs | 1 µs | 1 µs | 1 µs | 1 µs | 1 µs |
+//! | contention | 1.45 (measured) | 1.45 (measured on an H200 too) | 1.1 | 1.1 | 1.1 | 1.1 |
 //!
 //! [`Hardware`] implements `Display`, which prints these.
 //!
@@ -259,6 +292,12 @@
 //! - NVIDIA A100 80GB datasheet for the A800 80GB SXM, which has the A100's compute and memory
 //!   (BF16 312, TF32 156, FP32 19.5 TFLOP/s dense, HBM2e 2.039 TB/s) with NVLink limited to
 //!   400 GB/s.
+//! - openxla/xla, `xla/service/gpu/model/gpu_dot_fusion_cost_model.cc` (Apache-2.0): the tile
+//!   and wave quantisation, the accumulator budget and the 0.8 HBM utilisation of the tiled
+//!   GEMMs (the `ROCm/xla` mirror).
+//! - NVIDIA A100 Tensor Core GPU architecture whitepaper (108 SMs); NVIDIA Tesla V100
+//!   datasheet and Volta architecture whitepaper (80 SMs, HBM2 900 GB/s, fp16 tensor 125
+//!   TFLOP/s, fp32 15.7 TFLOP/s).
 //! - Cheng et al., "Concerto: Automatic Communication Optimization and Scheduling for
 //!   Large-Scale Deep Learning", ASPLOS 2025: the 32 × A800 setting (NVLink 400 GB/s,
 //!   800 Gb/s between nodes).
@@ -269,6 +308,7 @@ mod ring;
 mod tables;
 #[cfg(test)]
 mod tests;
+mod tiled;
 
 pub use fit::{class_name, Fit, FitRing};
 pub use profile::Hardware;

@@ -490,7 +490,10 @@ fn compute_op(
         if let Some(span) = shapes.around(&call.thread, call.ts) {
             if let Some((shape, dtype)) = gemm_shape(span) {
                 let mut op = Op::gemm(name, shape, dtype);
+                // The kernel's result is no tensor of the graph, but its element type still
+                // picks the tensor-core rate.
                 op.outputs.clear();
+                op.operand_dtype = Some(dtype);
                 return op;
             }
         }

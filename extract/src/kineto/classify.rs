@@ -22,7 +22,10 @@ pub(super) fn short_name(name: &str) -> String {
 /// The compute class of a kernel, by its name (cuBLAS, CUTLASS and cuDNN GEMM and convolution
 /// kernels, fused attention, normalisation, reductions, elementwise kernels).
 pub(super) fn compute_class(name: &str) -> ComputeClass {
-    let s = short_name(name).to_ascii_lowercase();
+    // FBGEMM is a library name: its embedding and permute kernels are no GEMMs.
+    let s = short_name(name)
+        .to_ascii_lowercase()
+        .replace("fbgemm", "fb");
     let has = |xs: &[&str]| xs.iter().any(|x| s.contains(x));
     if has(&["fmha", "flash", "attention", "attn"]) {
         ComputeClass::Attention
@@ -167,6 +170,11 @@ mod tests {
     fn kernel_names_give_classes() {
         let c = compute_class;
         assert_eq!(c("volta_sgemm_32x128_tn"), ComputeClass::Gemm);
+        assert_eq!(
+            c("void fbgemm_gpu::permute_indices_weights_kernel<float>(int)"),
+            ComputeClass::Other
+        );
+        assert_eq!(c("fbgemm_gpu::f8f8bf16_rowwise_gemm"), ComputeClass::Gemm);
         assert_eq!(
             c("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_16x6_nn_align4>(x)"),
             ComputeClass::Gemm

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::ring::Ring;
 use super::tables::{h100_tables, CollectiveTables, GemmTables, GemmType};
+use super::tiled::TiledGemm;
 use super::{ceil_ns, NS_PER_S};
 use crate::error::GraphError;
 use crate::ir::{CollectiveKind, ComputeClass, DType, GemmShape, Graph, LinkClass, Op, OpKind};
@@ -51,12 +52,20 @@ impl MemoryEfficiency {
 /// device-to-device copy moved 3.84 TB/s read + write (`contention.json`, `d2d_memcpy`); the
 /// 29 row-normalisation kernels of the bf16 GPT step (`step_kernels.json`) moved their
 /// operands and results at 2.20 TB/s, time-weighted; its two zero-fills (134 and 537 MB, the
-/// only kernels that only write) wrote at 1.70 TB/s.
-const H200_MEMORY: MemoryEfficiency = MemoryEfficiency {
+/// only kernels that only write) wrote at 1.70 TB/s. The `a100` and `v100` profiles carry the
+/// same shares (see the module docs, "Memory efficiency").
+const MEASURED_MEMORY: MemoryEfficiency = MemoryEfficiency {
     stream: 0.80,
     norm: 0.46,
     fill: 0.35,
 };
+
+/// L2 read bandwidth of the A100: 5 120 bytes per clock at the 1 410 MHz boost clock (NVIDIA
+/// A100 Tensor Core GPU architecture whitepaper).
+const A100_L2: f64 = 5120.0 * 1.41e9;
+/// L2 read bandwidth of the V100: 2 048 bytes per clock (the same whitepaper's comparison) at
+/// the V100 SXM2's 1 530 MHz boost clock.
+const V100_L2: f64 = 2048.0 * 1.53e9;
 
 /// Dense tensor-core peaks (flop/s) by dtype family.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -83,6 +92,8 @@ enum GemmModel {
     Measured(Arc<GemmTables>),
     /// At the tensor peak.
     Peak,
+    /// At the tensor peak, tile- and wave-quantised over the SMs (XLA's analytical dot model).
+    Tiled(TiledGemm),
 }
 
 /// How intra-node collectives are costed.
@@ -186,7 +197,7 @@ impl Hardware {
             description: "NVIDIA H200 SXM 141GB, HGX H200 nodes (H100 tables, measured HBM3e)",
             hbm_bytes_per_sec: 4.8e12,
             hbm_name: "HBM3e",
-            memory: H200_MEMORY,
+            memory: MEASURED_MEMORY,
             ..Hardware::h100()
         }
     }
@@ -235,13 +246,19 @@ impl Hardware {
         }
     }
 
-    /// NVIDIA A100 SXM4 80GB, nodes of 8 (DGX A100): the `a800` roofline with NVLink 3 at its
-    /// full 300 GB/s per direction (the A800 caps it at 200) and 8 x 200 Gb/s NICs per node
-    /// (datasheet figures). The profile to compare the A100 profiler traces with.
+    /// NVIDIA A100 SXM4 80GB, nodes of 8 (DGX A100): the `a800`'s datasheet peaks with NVLink 3
+    /// at its full 300 GB/s per direction (the A800 caps it at 200) and 8 x 200 Gb/s NICs per
+    /// node; GEMMs tile- and wave-quantised over its 108 SMs, and the measured memory
+    /// efficiencies (see the module docs). The profile to compare the A100 profiler traces with.
     pub fn a100() -> Hardware {
         Hardware {
             name: "a100".into(),
-            description: "NVIDIA A100 SXM4 80GB, DGX A100 nodes of 8 (roofline, datasheet)",
+            description: "NVIDIA A100 SXM4 80GB, DGX A100 nodes of 8 (datasheet, tiled GEMMs)",
+            memory: MEASURED_MEMORY,
+            gemm: GemmModel::Tiled(TiledGemm {
+                sms: 108,
+                l2_bytes_per_sec: A100_L2,
+            }),
             intra: IntraModel::Ring(Ring {
                 bytes_per_sec: 300e9,
                 alpha_ns: 5_000.0,
@@ -254,23 +271,28 @@ impl Hardware {
     /// NVIDIA V100 SXM2 32GB, DGX-1 nodes of 8 (datasheet figures): HBM2 900 GB/s, fp32 15.7
     /// TFLOP/s (no TF32: f32 GEMMs run on the CUDA cores), fp16 tensor cores 125 TFLOP/s (also
     /// used for bf16, which Volta lacks), NVLink 2 rings at 150 GB/s per direction, 4 x 100
-    /// Gb/s NICs per node. The profile to compare the V100 profiler trace with.
+    /// Gb/s NICs per node; GEMMs tile- and wave-quantised over its 80 SMs, and the measured
+    /// memory efficiencies (see the module docs). The profile to compare the V100 profiler
+    /// trace with.
     pub fn v100() -> Hardware {
         Hardware {
             name: "v100".into(),
             gpus_per_node: 8,
             contention: DEFAULT_CONTENTION,
-            description: "NVIDIA V100 SXM2 32GB, DGX-1 nodes of 8 (roofline, datasheet)",
+            description: "NVIDIA V100 SXM2 32GB, DGX-1 nodes of 8 (datasheet, tiled GEMMs)",
             hbm_bytes_per_sec: 0.9e12,
             hbm_name: "HBM2",
-            memory: MemoryEfficiency::PAPER,
+            memory: MEASURED_MEMORY,
             vector_flops_per_sec: 15.7e12,
             tensor: TensorPeaks {
                 bf16: 125e12,
                 tf32: 15.7e12,
                 f8: 125e12,
             },
-            gemm: GemmModel::Peak,
+            gemm: GemmModel::Tiled(TiledGemm {
+                sms: 80,
+                l2_bytes_per_sec: V100_L2,
+            }),
             min_kernel_ns: MIN_KERNEL_NS,
             intra: IntraModel::Ring(Ring {
                 bytes_per_sec: 150e9,
@@ -461,20 +483,20 @@ impl Hardware {
 
     /// Compute time (ns, unrounded) of `flops` done at the throughput of GEMMs of `shape`.
     fn shape_compute_ns(&self, shape: GemmShape, dtype: DType, flops: u64) -> f64 {
-        match &self.gemm {
-            GemmModel::Peak => flops as f64 * NS_PER_S / self.tensor.for_dtype(dtype),
-            GemmModel::Measured(t) => {
-                let one = t.gemm_ns(shape, GemmType::of(dtype));
-                let shape_flops = shape.flops();
-                if flops == shape_flops {
-                    one
-                } else if shape_flops == 0 {
-                    // A degenerate shape: fall back to the tensor peak.
-                    flops as f64 * NS_PER_S / self.tensor.for_dtype(dtype)
-                } else {
-                    one * (flops as f64 / shape_flops as f64)
-                }
-            }
+        let peak = self.tensor.for_dtype(dtype);
+        let one = match &self.gemm {
+            GemmModel::Peak => return flops as f64 * NS_PER_S / peak,
+            GemmModel::Measured(t) => t.gemm_ns(shape, GemmType::of(dtype)),
+            GemmModel::Tiled(t) => t.compute_ns(shape, dtype.size(), peak),
+        };
+        let shape_flops = shape.flops();
+        if flops == shape_flops {
+            one
+        } else if shape_flops == 0 {
+            // A degenerate shape: fall back to the tensor peak.
+            flops as f64 * NS_PER_S / peak
+        } else {
+            one * (flops as f64 / shape_flops as f64)
         }
     }
 }
@@ -519,6 +541,13 @@ impl fmt::Display for Hardware {
                 t.lowered[0], t.lowered[1], t.lowered[2]
             )?,
             GemmModel::Peak => writeln!(f, "  GEMMs: roofline at the tensor peak")?,
+            GemmModel::Tiled(t) => writeln!(
+                f,
+                "  GEMMs: tensor peak, output tiles of 32-256 quantised in waves over {} SMs, \
+                 L2 {} TB/s (XLA's analytical dot model)",
+                t.sms,
+                t.l2_bytes_per_sec / 1e12
+            )?,
         }
         match &self.intra {
             IntraModel::Measured(t) => writeln!(

@@ -596,3 +596,83 @@ fn batched_gemms_beyond_the_table_fill_the_gpu_instead_of_repeating_its_latency(
     let hbm = (bytes * 1e9 / 3.84e12).ceil() as u64;
     assert_eq!(h200.gemm_ns(shape(128, 1024, 128, 1024), DType::Bf16), hbm);
 }
+
+#[test]
+fn tiled_gemms_pay_for_idle_sms_and_partial_waves() {
+    let a100 = Hardware::a100();
+    let peak = 312e12;
+    let ns = |flops: f64| (flops * 1e9 / peak).ceil() as u64;
+    // 8192 x 8192 x 8192 in 128 x 128 tiles: 4 096 tiles in 38 waves of 108 (4 104 tile slots).
+    let big = shape(1, 8192, 8192, 8192);
+    let want = ns(4104.0 * 2.0 * 128.0 * 128.0 * 8192.0);
+    assert_eq!(a100.gemm_ns(big, DType::Bf16), want);
+    assert!(want as f64 <= 1.002 * big.flops() as f64 * 1e9 / peak);
+    // A 64 x 64 result is four 32 x 32 tiles on 4 SMs of 108: it costs a full wave.
+    let one_tile = shape(1, 64, 64, 65_536);
+    let want = ns(108.0 * 2.0 * 32.0 * 32.0 * 65_536.0);
+    assert_eq!(a100.gemm_ns(one_tile, DType::Bf16), want);
+    // The batch shares the waves: 128 products of 1024 x 128 x 1024 are 2 048 tiles of
+    // 64 x 128 in 19 waves (110.3 µs), where their operands' 805 MB of L2 reads take longer,
+    // half of 128 times one product's wave (64 tiles of 32 x 64)...
+    let tiled = tiled::TiledGemm {
+        sms: 108,
+        l2_bytes_per_sec: 5120.0 * 1.41e9,
+    };
+    let batched = shape(128, 1024, 128, 1024);
+    let compute = tiled.compute_ns(batched, 2, peak);
+    let waves = 19.0 * 108.0 * 2.0 * 64.0 * 128.0 * 1024.0 * 1e9 / peak;
+    let want = 2048.0 * 192.0 * 1024.0 * 2.0 * 1e9 / (5120.0 * 1.41e9);
+    assert!(waves < want);
+    assert!(
+        (compute / want - 1.0).abs() < 1e-12,
+        "{compute} against {want}"
+    );
+    let single = tiled.compute_ns(shape(1, 1024, 128, 1024), 2, peak);
+    assert!(
+        compute < 0.51 * 128.0 * single,
+        "{compute} against {single}"
+    );
+    // ... and its 335 MB of operands and result at 0.8 of 2.039 TB/s decide.
+    let bytes: f64 = 128.0 * (1024.0 * 1024.0 + 2.0 * 1024.0 * 128.0) * 2.0;
+    let hbm = (bytes * 1e9 / (0.8 * 2.039e12)).ceil() as u64;
+    assert_eq!(a100.gemm_ns(batched, DType::Bf16), hbm);
+    // f32 accumulators take twice the registers: 128 x 128 no longer fits, 64 x 128 does, and
+    // its 8 192 tiles read 51.5 GB of 4-byte operands through L2, more than the TF32 flops.
+    let f32_big = a100.gemm_ns(big, DType::F32);
+    let l2 = (8192.0f64 * 192.0 * 8192.0 * 4.0 * 1e9 / (5120.0 * 1.41e9)).ceil() as u64;
+    assert_eq!(f32_big, l2);
+    assert!(l2 > (8192u64 * 8192 * 8192 * 2).div_ceil(156_000));
+    // The V100 has 80 SMs and runs bf16 on its fp16 tensor cores: 8 192 tiles of 64 x 128 in
+    // 103 waves quantise better than 4 096 of 128 x 128 in 52, and their L2 reads still fit.
+    let v100 = Hardware::v100();
+    let want = ((2u64 * 8192 * 8192 * 8192) as f64 * 1e9 / 125e12 * 8240.0 / 8192.0).ceil();
+    assert_eq!(v100.gemm_ns(big, DType::Bf16), want as u64);
+    assert!(v100.to_string().contains("80 SMs"));
+}
+
+#[test]
+fn tiled_gemm_time_is_monotone_in_every_dimension() {
+    for hw in [Hardware::a100(), Hardware::v100()] {
+        let dims = [1u64, 17, 32, 100, 128, 300, 1024, 5000];
+        for dtype in [DType::Bf16, DType::F32] {
+            for &b in &[1u64, 3, 64] {
+                for &m in &dims {
+                    for &n in &dims {
+                        for &k in &dims {
+                            let t = hw.gemm_ns(shape(b, m, n, k), dtype);
+                            for next in [
+                                shape(b + 1, m, n, k),
+                                shape(b, m + 1, n, k),
+                                shape(b, m, n + 1, k),
+                                shape(b, m, n, k + 1),
+                            ] {
+                                let u = hw.gemm_ns(next, dtype);
+                                assert!(u >= t, "{}: {next:?} {u} < {t}", hw.name);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
