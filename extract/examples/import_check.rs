@@ -1,5 +1,5 @@
 //! Imports HLO text files one by one and prints one verdict line per file: the importer half
-//! of the grammar census (`scripts/xla-grammar-census`, `python/concerto_jax/grammar_census.py`).
+//! of the grammar census (`scripts/xla-grammar-census`, `tools/concerto_tools/grammar_census.py`).
 //!
 //! ```text
 //! cargo run --release -p concerto-extract --example import_check -- FILE...

@@ -2,7 +2,7 @@
 //! (`fixtures/hlo_xla_tests`, chosen by `scripts/xla-grammar-census --sample`).
 //!
 //! `MANIFEST.tsv` gives, per module, XLA's parser's verdict (checked against jaxlib by
-//! `python/tests/test_grammar_sample.py`) and concerto's expected verdict: every module XLA
+//! `tools/tests/test_grammar_sample.py`) and concerto's expected verdict: every module XLA
 //! accepts imports, except loops without a known trip count, which must fail with the error
 //! that names the loop; modules XLA rejects must fail with the error kind given. No module
 //! may panic.

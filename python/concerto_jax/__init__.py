@@ -17,17 +17,16 @@ Modules (run with ``PYTHONPATH=python`` and the interpreter ``scripts/pyenv`` pr
 - :mod:`concerto_jax.compare`: compiles two HLO modules with XLA's CPU client on 8 devices,
   runs both on the same random per-device inputs and compares every output bitwise.
 
-- :mod:`concerto_jax.compile_gpu`: compiles the train steps (and an expert-parallel MoE step,
-  :mod:`concerto_jax.gpu_models`) with XLA's CUDA compiler for 8 H100s, deviceless
-  (``scripts/pyenv-xla-gpu``), writing the after-optimizations module and XLA's memory report.
+- :mod:`concerto_jax.h100`: the H100 target (its ``GpuTargetConfigProto`` and the 8-GPU
+  topology) that deviceless compiles use.
 - :mod:`concerto_jax.pjrt_gpu`: compiles a scheduled module with XLA's GPU backend through the
   CUDA plugin's PJRT C API, keeping its schedule, and checks the thunk order.
 - :mod:`concerto_jax.steer`: concerto's costs and plan as PGLE profiles for XLA's own
   scheduler; :func:`optimize` (``concerto_jax.optimize``) compiles, optimises, steers and
   recompiles a ``jax.jit`` step.
-- :mod:`concerto_jax.grammar_census`: XLA's test modules through XLA's parser and concerto.
-- :mod:`concerto_jax.gpu_measure`: the GPU measurements of ``scripts/gpu-measure``;
-  ``concerto fidelity`` puts them beside concerto's costs (docs/src/fidelity.md).
+
+The compiled GPU corpus, the grammar census and the GPU measurements are tools of the
+checkout, not of this package: ``tools/concerto_tools`` (``PYTHONPATH=python:tools``).
 
 Every module keeps ``jax`` imports inside functions, so that a caller can set ``XLA_FLAGS``
 before jax starts (see :func:`concerto_jax.hlo_text.configure_xla`).

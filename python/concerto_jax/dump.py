@@ -327,7 +327,7 @@ def build_step(a: argparse.Namespace, mesh, specs):
 
 def make_mesh(a: argparse.Namespace, data: int, model: int, devices):
     """The step's ``jax.sharding.Mesh`` over the first ``a.devices`` of ``devices`` (CPU
-    devices here; compile-only GPU devices of a topology in :mod:`concerto_jax.compile_gpu`)."""
+    devices here; compile-only GPU devices of a topology: :mod:`concerto_jax.h100`)."""
     import numpy as np
     from jax.sharding import Mesh
 

@@ -72,30 +72,20 @@ import time
 from collections import Counter
 
 from concerto_jax import wire
+from concerto_jax.h100 import h100_target_config
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-#: XLA's h100_sxm.txtpb without the fields jaxlib 0.10.2's proto does not know, as a file; when
-#: it is absent, :func:`spec_text` takes ``concerto_jax.compile_gpu.h100_target_config()``.
-DEFAULT_SPEC = os.path.join(HERE, "h100_sxm.txtpb")
 
 
 def spec_text(path: str | None = None) -> str:
-    """The H100 target config: the file ``path``; by default ``compile_gpu``'s
-    ``h100_target_config()`` (the spec the corpus is compiled with), else ``DEFAULT_SPEC``.
-    Raises ``FileNotFoundError`` naming both when neither is there."""
+    """The H100 target config: the file ``path``, by default
+    :func:`concerto_jax.h100.h100_target_config` (the spec the corpus is compiled with)."""
     if path is not None:
         with open(path) as f:
             return f.read()
-    try:
-        from concerto_jax.compile_gpu import h100_target_config  # noqa: PLC0415
-    except ImportError:
-        h100_target_config = None
-    if h100_target_config is not None:
-        return h100_target_config()
-    if os.path.exists(DEFAULT_SPEC):
-        with open(DEFAULT_SPEC) as f:
-            return f.read()
-    raise FileNotFoundError(f"no H100 spec: neither concerto_jax.compile_gpu.h100_target_config nor {DEFAULT_SPEC}")
+    return h100_target_config()
+
+
 API_MINOR = 112
 
 # Function slots of PJRT_Api (pjrt_c_api.h, C API 0.112).

@@ -234,7 +234,7 @@ fn the_real_h200_step_is_covered_by_its_profile() {
     let text = crate::read::read_text(&dir.join("step_trace.json.gz")).unwrap();
     let p = KernelProfile::read(&text, &m.name).unwrap();
     assert_eq!(p.steps, 5);
-    // The step times measured by `concerto_jax.gpu_measure` (step_kernels.json), to the ns.
+    // The step times measured by `concerto_tools.gpu_measure` (step_kernels.json), to the ns.
     let want = [
         27_271_897u64,
         27_236_956,

@@ -4,14 +4,14 @@ Usage::
 
     py=$(./scripts/pyenv-xla-gpu | tail -n1)
     # one module: a concerto_jax.dump step (dp|tp|fsdp|mix) or the MoE step (moe)
-    PYTHONPATH=python $py -m concerto_jax.compile_gpu --parallel tp --gemm cublas --out DIR \\
+    PYTHONPATH=python:tools $py -m concerto_tools.compile_gpu --parallel tp --gemm cublas --out DIR \\
         [--layers 4 --d-model 1024 --heads 16 --seq 512 --batch 16 --vocab 8192 --scan ...]
     # the corpus (CORPUS below), one child process per module, skipping finished modules
-    PYTHONPATH=python $py -m concerto_jax.compile_gpu --corpus --out DIR [--jobs 1] [--only NAME]
+    PYTHONPATH=python:tools $py -m concerto_tools.compile_gpu --corpus --out DIR [--jobs 1] [--only NAME]
 
 The steps are those of :mod:`concerto_jax.dump` (``build_step``, its parameter shapes and
 shardings; ``--dtype`` defaults to ``bfloat16`` here) and the expert-parallel
-mixture-of-experts step of :mod:`concerto_jax.gpu_models`. Parameters and optimiser state are
+mixture-of-experts step of :mod:`concerto_tools.gpu_models`. Parameters and optimiser state are
 donated, as in a training loop. Nothing runs: the step is traced on abstract inputs
 (``ShapeDtypeStruct`` with ``NamedSharding``) over the compile-only devices of a PJRT
 topology, ``jax.experimental.topologies.get_topology_desc(platform="cuda",
@@ -65,13 +65,12 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from concerto_jax import dump
-from concerto_jax.gpu_models import add_moe_args, check_moe_sizes
+from concerto_jax.h100 import TOPOLOGY, TOPOLOGY_NAME, h100_target_config
+from concerto_tools.gpu_models import add_moe_args, check_moe_sizes
 
 GEMMS = ("triton", "cublas")
 #: XLA flags of each gemm variant (besides the dump flags).
 GEMM_FLAGS = {"triton": [], "cublas": ["--xla_gpu_enable_triton_gemm=false"]}
-TOPOLOGY = "1x1x8"
-TOPOLOGY_NAME = "h100x8"
 
 #: Sizes shared by the corpus's GPT steps: a 1024-wide decoder, 512 tokens, 16 sequences
 #: (global batch), bf16.
@@ -93,72 +92,10 @@ CORPUS = [
 ]  # fmt: skip
 
 
-def h100_target_config() -> str:
-    """The ``GpuTargetConfigProto`` text of an H100 SXM (80 GB HBM3), for a deviceless
-    compile.
-
-    The values are those of XLA's ``xla/backends/gpu/target_config/specs/h100_sxm.txtpb``
-    (openxla/xla, Apache-2.0): 132 SMs at 1.98 GHz, compute capability 9.0a, 3.35 TB/s HBM,
-    50 MiB L2, 228 KiB shared memory per SM, the scalar and tensor-core rates per element
-    type (``rate_infos`` keys are ``xla::PrimitiveType`` numbers) that XLA's cost models use.
-    Four fields of that file are left out because jaxlib 0.10.2's proto does not know them
-    (its text parser rejects the whole config): ``mem_clock_ghz``,
-    ``reserved_shared_memory_per_block``, ``max_blocks_per_multiprocessor``,
-    ``collective_memory_granularity``.
-    """
-    dev = [
-        ("threads_per_block_limit", 1024), ("threads_per_warp", 32),
-        ("shared_memory_per_block", 49152), ("shared_memory_per_core", 233472),
-        ("threads_per_core_limit", 2048), ("core_count", 132), ("fpus_per_core", 128),
-        ("block_dim_limit_x", 2147483647), ("block_dim_limit_y", 65535),
-        ("block_dim_limit_z", 65535), ("memory_bandwidth", 3352320000000),
-        ("l2_cache_size", 52428800), ("clock_rate_ghz", 1.98),
-        ("device_memory_size", 84942979072), ("shared_memory_per_block_optin", 232448),
-    ]  # fmt: skip
-    lines = ["gpu_device_info {"]
-    lines += [f"  {k}: {v}" for k, v in dev]
-    lines.append("  cuda_compute_capability { major: 9 feature_extension: ACCELERATED_FEATURES }")
-    lines += ["  registers_per_core_limit: 65536", "  registers_per_block_limit: 65536"]
-
-    def unit(name: str, rows: list[tuple[int, float, int, int]]) -> list[str]:
-        out = [f"  {name} {{"]
-        for key, ghz, units, ops in rows:
-            out.append(f"    rate_infos {{ key: {key} value {{ clock_rate_ghz: {ghz} "
-                       f"units_per_core: {units} ops_per_clock: {ops} }} }}")  # fmt: skip
-        return out + ["  }"]
-
-    sm, tc = 1.98, 1.8295201  # SM clock; the tensor cores' sustained clock
-    lines += unit("scalar_unit_description", [
-        (4, sm, 64, 1), (8, sm, 64, 1), (10, sm, 128, 2), (11, sm, 128, 1), (12, sm, 64, 1),
-        (16, sm, 128, 2),
-    ])  # fmt: skip
-    lines += unit("matrix_unit_description", [
-        (2, tc, 4, 1024), (6, tc, 4, 1024), (10, tc, 4, 512), (11, tc, 4, 256),
-        (12, sm, 4, 32), (16, tc, 4, 512),
-    ] + [(k, tc, 4, 1024) for k in (19, 20, 23, 24, 25, 28, 29, 33, 35, 36)])  # fmt: skip
-    lines += [
-        "  thread_dim_limit_x: 1024", "  thread_dim_limit_y: 1024", "  thread_dim_limit_z: 64",
-        '  device_vendor: "NVIDIA Corporation"',
-        '  platform_version: "Compute Capability 9.0a"',
-        '  model_str: "sm_9.0a with 84942979072B RAM, 132 cores, 1980000KHz clock, '
-        '2619000KHz mem clock, 52428800B L2$"',
-        "  device_address_bits: 64", "  pcie_bandwidth: 34359738368", "  ecc_enabled: true",
-        '  name: "NVIDIA H100 80GB HBM3"', '  driver_version: "13.0.0"',
-        '  runtime_version: "12.8.0"', '  compile_time_toolkit_version: "12.8.0"',
-        '  dnn_version: "9.10.0"', '  cub_version: "3.1.2"',
-        "  device_interconnect_info { active_links: 18 }",
-        "}",
-        'platform_name: "CUDA"',
-        "dnn_version_info { major: 8 minor: 9 patch: 4 }",
-        'device_description_str: "NVIDIA H100 80GB HBM3"',
-    ]  # fmt: skip
-    return "\n".join(lines) + "\n"
-
-
 def parse_args(argv: list[str] | None = None) -> tuple[argparse.Namespace, list[str]]:
     """This module's options and the rest (the step's sizes, parsed by
     :func:`step_args`)."""
-    p = argparse.ArgumentParser(prog="concerto_jax.compile_gpu",
+    p = argparse.ArgumentParser(prog="concerto_tools.compile_gpu",
                                 description=__doc__.split("\n")[0])  # fmt: skip
     p.add_argument("--out", required=True, help="output directory")
     p.add_argument("--parallel", choices=(*dump.PARALLEL, "moe"), help="one module")
@@ -452,7 +389,7 @@ def compile_module(a: argparse.Namespace, s: argparse.Namespace, data: int, mode
         if s.parallel == "moe":
             from jax.sharding import Mesh
 
-            from concerto_jax.gpu_models import jit_moe_step
+            from concerto_tools.gpu_models import jit_moe_step
 
             import numpy as np
 
@@ -577,21 +514,23 @@ def build_corpus(a: argparse.Namespace) -> int:
     if a.only:
         unknown = set(a.only) - {n for n, _ in jobs}
         if unknown:
-            print(f"concerto_jax.compile_gpu: not in the corpus: {sorted(unknown)}",
+            print(f"concerto_tools.compile_gpu: not in the corpus: {sorted(unknown)}",
                   file=sys.stderr)  # fmt: skip
             return 2
         jobs = [j for j in jobs if j[0] in a.only]
     os.makedirs(a.out, exist_ok=True)
     env = dict(os.environ)
+    # The child imports concerto_tools (here) and concerto_jax (wherever this process found it).
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    env["PYTHONPATH"] = os.pathsep.join([here, *filter(None, [env.get("PYTHONPATH")])])
+    jax_side = os.path.dirname(os.path.dirname(os.path.abspath(dump.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([here, jax_side, *filter(None, [env.get("PYTHONPATH")])])
     env.pop("XLA_FLAGS", None)
 
     def run(job: tuple[str, list[str]]) -> tuple[str, int, str]:
         name, argv = job
         if os.path.exists(os.path.join(a.out, f"{name}.json")):
             return name, 0, "cached"
-        cmd = [sys.executable, "-m", "concerto_jax.compile_gpu", "--out", a.out, *argv]
+        cmd = [sys.executable, "-m", "concerto_tools.compile_gpu", "--out", a.out, *argv]
         r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=1800)
         if r.returncode:
             return name, r.returncode, r.stderr[-4000:]
@@ -602,7 +541,7 @@ def build_corpus(a: argparse.Namespace) -> int:
         for name, rc, out in pool.map(run, jobs):
             if rc:
                 failed += 1
-                print(f"concerto_jax.compile_gpu: {name} failed ({rc}):\n{out}", file=sys.stderr)
+                print(f"concerto_tools.compile_gpu: {name} failed ({rc}):\n{out}", file=sys.stderr)
             else:
                 print(out if out != "cached" else json.dumps({"name": name, "cached": True}))
     if failed:
@@ -624,7 +563,7 @@ def main(argv: list[str] | None = None) -> int:
     a, rest = parse_args(argv)
     if a.corpus:
         if rest:
-            print(f"concerto_jax.compile_gpu: --corpus takes no step options: {rest}",
+            print(f"concerto_tools.compile_gpu: --corpus takes no step options: {rest}",
                   file=sys.stderr)  # fmt: skip
             return 2
         return build_corpus(a)
@@ -632,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         data, model = sizes(s)
     except ValueError as e:
-        print(f"concerto_jax.compile_gpu: {e}", file=sys.stderr)
+        print(f"concerto_tools.compile_gpu: {e}", file=sys.stderr)
         return 2
     name = module_name(a, s, data, model)
     meta = compile_module(a, s, data, model, name)

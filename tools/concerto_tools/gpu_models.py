@@ -21,7 +21,7 @@ over capacity are dropped (pass through the residual). Per MoE layer the forward
 With ``dense_every = 2`` (the default) every second layer's MLP is dense (replicated) and the
 others are MoE, as in GShard / Switch.
 
-Only the abstract step is built here (no data, nothing runs); :mod:`concerto_jax.compile_gpu`
+Only the abstract step is built here (no data, nothing runs); :mod:`concerto_tools.compile_gpu`
 compiles it.
 """
 

@@ -2,12 +2,12 @@
 
 Usage::
 
-    PYTHONPATH=python python3 -m concerto_jax.gpu_measure step --out DIR \\
+    PYTHONPATH=python:tools python3 -m concerto_tools.gpu_measure step --out DIR \\
         [--layers 4 --d-model 2048 --heads 16 --seq 1024 --batch 8 --vocab 32768 --mlp 4 \\
          --dtype bf16|f32 --warmup 3 --steps 5 --timed 10]
-    PYTHONPATH=python python3 -m concerto_jax.gpu_measure contention --out DIR \\
+    PYTHONPATH=python:tools python3 -m concerto_tools.gpu_measure contention --out DIR \\
         [--sizes 8192 4096 --ctas 2 8 16 32 --reps 20]
-    PYTHONPATH=python python3 -m concerto_jax.gpu_measure parse-trace TRACE.json.gz --out FILE
+    PYTHONPATH=python:tools python3 -m concerto_tools.gpu_measure parse-trace TRACE.json.gz --out FILE
 
 ``step`` (item 1, compute costs): the GPT decoder train step of :mod:`concerto_jax.dump`
 (``build_step`` on one device, data parallel, Adam), jitted on the default JAX device with
@@ -513,7 +513,7 @@ def run_contention(a: argparse.Namespace) -> int:
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options (see the module docs)."""
-    p = argparse.ArgumentParser(prog="concerto_jax.gpu_measure", description=__doc__.split("\n")[0])
+    p = argparse.ArgumentParser(prog="concerto_tools.gpu_measure", description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("step")
     s.add_argument("--out", required=True)

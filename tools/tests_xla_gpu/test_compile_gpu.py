@@ -1,10 +1,10 @@
 """Train steps compiled by XLA's CUDA compiler for 8 H100s, deviceless
-(:mod:`concerto_jax.compile_gpu`), and the readers of XLA's dump it uses.
+(:mod:`concerto_tools.compile_gpu`), and the readers of XLA's dump it uses.
 
 Run with the interpreter ``scripts/pyenv-xla-gpu`` prints (jax with the CUDA 12 plugin)::
 
     py=$(./scripts/pyenv-xla-gpu | tail -n1)
-    PYTHONPATH=python $py -m unittest discover -s python/tests_xla_gpu
+    PYTHONPATH=python:tools $py -m unittest discover -s tools/tests_xla_gpu
 
 ``CompileGpuTest`` compiles three small steps (about 30 s on 2 cores); it needs that venv (no
 GPU) and fails, naming it, where the CUDA plugin (``jax_plugins.xla_cuda12``) is not
@@ -23,12 +23,13 @@ import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PYTHON = os.path.dirname(HERE)
-ROOT = os.path.dirname(PYTHON)
+TOOLS = os.path.dirname(HERE)
+ROOT = os.path.dirname(TOOLS)
+PYTHON = os.path.join(ROOT, "python")
 FIXTURES = os.path.join(ROOT, "fixtures", "hlo_gpu")
-sys.path.insert(0, PYTHON)
+sys.path[:0] = [PYTHON, TOOLS]
 
-from concerto_jax.compile_gpu import (  # noqa: E402
+from concerto_tools.compile_gpu import (  # noqa: E402
     allocation_bytes,
     gpu_collectives,
     module_stats,
@@ -74,11 +75,11 @@ class CompileGpuTest(unittest.TestCase):
         _TMP = tempfile.TemporaryDirectory(prefix="concerto-compile-gpu-")
         OUT = _TMP.name
         env = dict(os.environ)
-        env["PYTHONPATH"] = PYTHON
+        env["PYTHONPATH"] = os.pathsep.join([PYTHON, TOOLS])
         env.pop("XLA_FLAGS", None)
         procs = {
             name: subprocess.Popen(
-                [sys.executable, "-m", "concerto_jax.compile_gpu", "--out", OUT, *argv],
+                [sys.executable, "-m", "concerto_tools.compile_gpu", "--out", OUT, *argv],
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             )  # fmt: skip
             for name, argv in STEPS.items()

@@ -8,10 +8,10 @@ table: accepted by XLA / imported / clear errors by kind / panics / hangs.
 
 Usage (``scripts/xla-grammar-census`` wraps all three steps)::
 
-    python -m concerto_jax.grammar_census extract --xla-git DIR [--rev main] --out MODULES
-    python -m concerto_jax.grammar_census run --modules MODULES --import-check BIN \\
+    PYTHONPATH=python:tools python -m concerto_tools.grammar_census extract --xla-git DIR [--rev main] --out MODULES
+    PYTHONPATH=python:tools python -m concerto_tools.grammar_census run --modules MODULES --import-check BIN \\
         [--jobs 2] [--timeout 20] [--results results.jsonl]
-    python -m concerto_jax.grammar_census sample --modules MODULES --results results.jsonl \\
+    PYTHONPATH=python:tools python -m concerto_tools.grammar_census sample --modules MODULES --results results.jsonl \\
         --out fixtures/hlo_xla_tests
 
 ``extract`` writes one file per module, named after its source file and index
@@ -291,7 +291,7 @@ def run(modules: Path, import_check: str, jobs: int, timeout: float, results: Pa
         listing = results.with_suffix(f".list{j}")
         listing.write_text("\n".join(chunk) + "\n")
         procs.append(subprocess.Popen(
-            [sys.executable, "-m", "concerto_jax.grammar_census", "_shard",
+            [sys.executable, "-m", "concerto_tools.grammar_census", "_shard",
              "--modules", str(modules), "--import-check", import_check,
              "--timeout", str(timeout), "--xla-timeout", str(xla_timeout),
              "--list", str(listing), "--out", str(part)],

@@ -14,7 +14,10 @@ import sys
 import unittest
 from pathlib import Path
 
-from concerto_jax.grammar_census import Worker, _XLA_WORKER, xla_verdict
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE.parents[1] / "python"), str(HERE.parent)]
+
+from concerto_tools.grammar_census import Worker, _XLA_WORKER, xla_verdict  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "hlo_xla_tests"
 
