@@ -7,10 +7,10 @@ use std::path::PathBuf;
 use anyhow::Context as _;
 use clap::Args;
 use concerto_graph::Graph;
-use concerto_pipeline::analysis::{decompose_report, sweep_row, SweepRow};
+use concerto_pipeline::analysis::{decompose_report, sweep_row, DecomposeReport, SweepRow};
 use concerto_pipeline::table::Table;
 
-use crate::io::read_graph_with;
+use crate::io::read_input;
 use crate::opts::{Decompose, OptimizeOpts};
 use crate::progress;
 use crate::report::ms;
@@ -80,9 +80,12 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
             );
         }
     }
-    let mut pipeline = args.opts.pipeline()?;
+    let input = read_input(&args.graph, &args.opts.import_options()?)?;
+    let configured = concerto::configure(input, args.opts.pipeline()?, args.opts.contention)
+        .with_context(|| format!("configuring the run of {}", args.graph.display()))?;
+    let mut pipeline = configured.pipeline;
+    let graph = configured.input.graph;
     let hardware = pipeline.config.hardware.clone();
-    let graph = read_graph_with(&args.graph, &args.opts.import_options()?)?;
     let s = pipeline
         .schedule(&graph, Vec::new())
         .with_context(|| format!("optimizing {}", args.graph.display()))?;
@@ -121,6 +124,12 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     }
+    print_report(&report);
+    Ok(())
+}
+
+/// The decomposition report as text.
+fn print_report(report: &DecomposeReport) {
     let r = &report;
     println!(
         "graph          {} ({} ops, {} collectives)",
@@ -229,7 +238,6 @@ pub(crate) fn run(args: &DecomposeArgs) -> Result<(), Failure> {
         );
     }
     println!("time           {:.2} s", r.time_s);
-    Ok(())
 }
 
 fn print_sweep(

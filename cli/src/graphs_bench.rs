@@ -77,7 +77,7 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
         }
         let input = read_input(path, &import)
             .with_context(|| format!("bench graphs --graph {}", path.display()))?;
-        if input.trace.is_some() && args.opts.contention.is_none() {
+        if input.contention(args.opts.contention) != args.opts.contention {
             // One profile costs every graph of the run; a trace's measured durations already
             // contain the slowdown, so the profile's contention would count it twice.
             return Err(anyhow::anyhow!(

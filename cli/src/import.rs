@@ -20,11 +20,12 @@ use clap::Args;
 use concerto_graph::{memory, Hardware, StreamPlan};
 use serde::Serialize;
 
-use crate::io::{profile_lines, profiled, write_graph, ProfileArgs};
-use crate::opts::{import_options, parse_trip_count};
+use crate::io::{profile_lines, profiled_input, write_graph, ProfileArgs};
+use crate::opts::ImportFlags;
 use crate::report::gib;
 use crate::Failure;
 use concerto_extract::profile::ProfileReport;
+use concerto_extract::Imported;
 
 /// Arguments of `concerto import`.
 #[derive(Args, Debug)]
@@ -36,17 +37,8 @@ pub(crate) struct ImportArgs {
     /// For a profiler trace: import `ProfilerStep#N` (default: the median step).
     #[arg(long, value_name = "N")]
     pub(crate) step: Option<u64>,
-    /// Hardware profile that costs the ops in the summary.
-    #[arg(long, default_value = "h100")]
-    pub(crate) hardware: String,
-    /// GPUs per node: replica groups that span nodes are inter-node.
-    #[arg(long, default_value_t = 8)]
-    pub(crate) gpus_per_node: u32,
-    /// The trip count of a `while` loop whose count the module does not give (a decode loop,
-    /// say), by the loop's instruction name: `--trip-count while.3=16`. Repeatable; wins over
-    /// the loop's `backend_config`.
-    #[arg(long = "trip-count", value_name = "NAME=N", value_parser = parse_trip_count)]
-    pub(crate) trip_counts: Vec<(String, u64)>,
+    #[command(flatten)]
+    pub(crate) import: ImportFlags,
     #[command(flatten)]
     pub(crate) profile: ProfileArgs,
     /// Write the graph (native JSON) to this file.
@@ -110,68 +102,87 @@ struct ImportJson {
 
 pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     let began = Instant::now();
-    let hardware = Hardware::load(&args.hardware)?.with_gpus_per_node(args.gpus_per_node)?;
-    let mut options = import_options(args.gpus_per_node, &args.trip_counts)?;
+    let mut input = read(args)?;
+    let hardware = input.costed_on(args.import.hardware()?, None)?;
+    let profile = profiled_input(&mut input, &args.file, &args.profile, &hardware)?;
+    let replay = match &input.trace {
+        Some(_) => Some(concerto_extract::kineto::replay(&input.graph)?),
+        None => None,
+    };
+    if let Some(path) = &args.output {
+        write_graph(path, &input.graph)?;
+    }
+    let mut out = summarise(&input, &hardware, replay)?;
+    out.profile = profile;
+    out.time_s = began.elapsed().as_secs_f64();
+    if args.json {
+        println!("{}", serde_json::to_string(&out)?);
+        return Ok(());
+    }
+    print_summary(args, &out);
+    Ok(())
+}
+
+/// Reads the file: an HLO module (lowered, with its report), a profiler trace or a native
+/// graph; `--step` only for a trace.
+fn read(args: &ImportArgs) -> Result<Imported, Failure> {
+    let mut options = args.import.import_options()?;
     options.trace_step = args.step;
-    // An HLO module is lowered (with its report); anything else is a trace or a native graph.
-    let (graph, report, trace) = if concerto_extract::read::is_hlo(&args.file) {
+    if concerto_extract::read::is_hlo(&args.file) {
         if args.step.is_some() {
             return Err(anyhow::anyhow!(
                 "--step picks a step of a profiler trace, not of an HLO module"
             )
             .into());
         }
-        let (g, r) = concerto_extract::read::read_hlo(&args.file, &options)?;
-        (g, Some(r), None)
-    } else {
-        let imported = crate::io::read_input(&args.file, &options)?;
-        if args.step.is_some() && imported.trace.is_none() {
-            return Err(anyhow::anyhow!(
-                "--step picks a step of a profiler trace; {} is a native graph",
-                args.file.display()
-            )
-            .into());
-        }
-        (imported.graph, None, imported.trace)
-    };
-    // A trace's durations are measured, contention included: no slowdown on top.
-    let hardware = if trace.is_some() {
-        hardware.with_contention(1.0)?
-    } else {
-        hardware
-    };
-    let (graph, profile) = profiled(graph, &args.file, &args.profile, &hardware)?;
-    let replay = match &trace {
-        Some(_) => Some(concerto_extract::kineto::replay(&graph)?),
-        None => None,
-    };
-    if let Some(path) = &args.output {
-        write_graph(path, &graph)?;
+        // The importer's warnings are the summary's lines here, not stderr's.
+        return Ok(concerto_extract::read_imported(&args.file, &options)?);
     }
-    let durations = hardware.durations(&graph);
+    let imported = crate::io::read_input(&args.file, &options)?;
+    if args.step.is_some() && imported.trace.is_none() {
+        return Err(anyhow::anyhow!(
+            "--step picks a step of a profiler trace; {} is a native graph",
+            args.file.display()
+        )
+        .into());
+    }
+    Ok(imported)
+}
+
+/// The summary of `input` costed on `hardware`: counts, durations, memory, the module's own
+/// schedule, the trace's step (`replay`: its recorded order replayed). No profile, time 0.
+fn summarise(
+    input: &Imported,
+    hardware: &Hardware,
+    replay: Option<u64>,
+) -> Result<ImportJson, Failure> {
+    let graph = &input.graph;
+    let report = input.hlo.as_ref().map(|h| &h.report);
+    let trace = input.trace.clone();
+    let durations = hardware.durations(graph);
     let (comm, compute): (Vec<_>, Vec<_>) = graph
         .ops()
         .zip(&durations)
         .partition(|(op, _)| op.is_collective());
     let comm: u64 = comm.into_iter().map(|(_, d)| d).sum();
     let compute: u64 = compute.into_iter().map(|(_, d)| d).sum();
-    let summary = concerto_graph::summary::Summary::of(&graph);
+    let summary = concerto_graph::summary::Summary::of(graph);
     // The module's own order (XLA's schedule when it was dumped scheduled), simulated.
-    let plan = StreamPlan::program_order(&graph)?;
-    let timeline = concerto_graph::simulate(&graph, &plan, &durations, hardware.contention)?;
-    let mem = memory::profile(&graph, &timeline)?;
-    let lower = memory::peak_lower_bound(&graph, &durations)?;
-    let own = match report.as_ref().and_then(|r| r.sequence.as_ref()) {
+    let plan = StreamPlan::program_order(graph)?;
+    let timeline = concerto_graph::simulate(graph, &plan, &durations, hardware.contention)?;
+    let mem = memory::profile(graph, &timeline)?;
+    let lower = memory::peak_lower_bound(graph, &durations)?;
+    let own = match report.and_then(|r| r.sequence.as_ref()) {
         Some(events) => {
-            let plan = concerto_extract::hlo::sequence_plan(&graph, events)?;
-            let t = concerto_graph::simulate(&graph, &plan, &durations, hardware.contention)?;
-            Some((t.makespan, memory::profile(&graph, &t)?.peak_bytes))
+            let plan = concerto_extract::hlo::sequence_plan(graph, events)?;
+            let t = concerto_graph::simulate(graph, &plan, &durations, hardware.contention)?;
+            Some((t.makespan, memory::profile(graph, &t)?.peak_bytes))
         }
         None => None,
     };
-    let out = ImportJson {
+    Ok(ImportJson {
         module: graph.name().to_string(),
-        instructions: report.as_ref().map(|r| r.instructions),
+        instructions: report.map(|r| r.instructions),
         ops: graph.len(),
         collectives: summary.collectives,
         links: summary.links,
@@ -191,19 +202,19 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
             .as_ref()
             .zip(replay)
             .map(|(t, r)| concerto_extract::kineto::error_pct(r, t.measured_step_ns)),
-        warnings: match (&report, &trace) {
+        warnings: match (report, &trace) {
             (Some(r), _) => r.warnings.clone(),
             (None, Some(t)) => t.warnings.clone(),
             (None, None) => Vec::new(),
         },
         trace,
-        profile,
-        time_s: began.elapsed().as_secs_f64(),
-    };
-    if args.json {
-        println!("{}", serde_json::to_string(&out)?);
-        return Ok(());
-    }
+        profile: None,
+        time_s: 0.0,
+    })
+}
+
+/// The summary as text.
+fn print_summary(args: &ImportArgs, out: &ImportJson) {
     println!("module        {}", out.module);
     if let (Some(p), Some(trace)) = (&out.profile, &args.profile.profile) {
         println!("{}", profile_lines(trace, p, 14));
@@ -234,7 +245,7 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     println!("links         {}", out.links.join(", "));
     println!(
         "compute       {:.3} ms {} (sum of op durations)",
-        compute as f64 / 1e6,
+        out.compute_ns as f64 / 1e6,
         if out.trace.is_some() {
             "measured".to_string()
         } else {
@@ -243,7 +254,7 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
     );
     println!(
         "communication {:.3} ms (sum of collective durations)",
-        comm as f64 / 1e6
+        out.comm_ns as f64 / 1e6
     );
     println!(
         "memory        resident {:.2} GiB, step outputs {:.2} GiB, peak {:.2} GiB in program \
@@ -267,7 +278,6 @@ pub(crate) fn run(args: &ImportArgs) -> Result<(), Failure> {
         println!("written       {}", path.display());
     }
     println!("time          {:.2} s", out.time_s);
-    Ok(())
 }
 
 /// The trace's lines of the summary.

@@ -82,6 +82,29 @@ pub(crate) fn profiled(
     Ok((graph, Some(report)))
 }
 
+/// [`profiled`] for an input already read: its graph gets the measured costs, from its
+/// parsed module ([`concerto_extract::profile::apply_imported`]); `path` names it in errors.
+pub(crate) fn profiled_input(
+    input: &mut Imported,
+    path: &Path,
+    args: &ProfileArgs,
+    hardware: &concerto_graph::Hardware,
+) -> anyhow::Result<Option<ProfileReport>> {
+    let Some(trace) = &args.profile else {
+        return Ok(None);
+    };
+    let (graph, report) = concerto_extract::profile::apply_imported(
+        input,
+        path,
+        trace,
+        hardware,
+        args.profile_strict,
+    )
+    .map_err(anyhow::Error::msg)?;
+    input.graph = graph;
+    Ok(Some(report))
+}
+
 /// The lines that say what a profile did ([`profiled`]), for the text reports (labels padded
 /// to `width` columns).
 pub(crate) fn profile_lines(trace: &Path, r: &ProfileReport, width: usize) -> String {

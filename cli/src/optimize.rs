@@ -6,9 +6,12 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use concerto_graph::trace;
-use concerto_pipeline::{ModuleSchedule, NoiseConfig, Row, Scheduled, Scheduler};
+use concerto_pipeline::{NoiseConfig, Row, Scheduled, Scheduler};
 
-use crate::io::{profile_lines, profiled, read_input, write, write_graph, ProfileArgs};
+use concerto_extract::profile::ProfileReport;
+use concerto_extract::read::HloSource;
+
+use crate::io::{profile_lines, profiled_input, read_input, write, write_graph, ProfileArgs};
 use crate::opts::OptimizeOpts;
 use crate::progress;
 use crate::report::{gib, ms, pct};
@@ -69,8 +72,10 @@ pub(crate) struct OptimizeArgs {
     pub(crate) json: bool,
 }
 
-/// How many import times `--emit-hlo` reserves out of the time limit (see [`run`]).
-const EMIT_RESERVE_IMPORTS: u32 = 6;
+/// How many import times `--emit-hlo` reserves out of the time limit (see [`configure`]):
+/// the export lowers the module once more to check its graph, then parses and lowers what it
+/// wrote (larger once loops are unrolled) and simulates it.
+const EMIT_RESERVE_IMPORTS: u32 = 5;
 
 fn row_cells(label: &str, s: &Scheduled, po: u64, bound: u64) -> Vec<String> {
     vec![
@@ -86,89 +91,16 @@ fn row_cells(label: &str, s: &Scheduled, po: u64, bound: u64) -> Vec<String> {
 pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
     // The time limit covers the import too.
     let started = std::time::Instant::now();
-    let mut options = args.opts.import_options()?;
-    options.trace_step = args.opts.step;
-    options.trace_launch_times = !args.opts.no_launch_times;
-    let input = read_input(&args.graph, &options)?;
-    let mut pipeline = args.opts.pipeline()?;
-    let (graph, profile) = profiled(
-        input.graph,
-        &args.graph,
-        &args.profile,
-        &pipeline.config.hardware,
-    )?;
-    // A profiler trace's durations are measured beside the collectives that ran, so they
-    // contain the slowdown: no contention on top unless asked for.
-    if input.trace.is_some() && args.opts.contention.is_none() {
-        pipeline.config.hardware = pipeline.config.hardware.clone().with_contention(1.0)?;
-    }
-    let recorded = match &input.trace {
-        Some(t) => Some((t, concerto_extract::kineto::replay(&graph)?)),
-        None => None,
-    };
-    if let Some(plan) = input.schedule {
-        // The module's own schedule (XLA's, for a compiled module) is the `xla` baseline.
-        pipeline.config.schedule.module_schedule = Some(
-            ModuleSchedule::new(&graph, plan)
-                .with_context(|| format!("the schedule of {}", args.graph.display()))?,
-        );
-    }
-    // `--emit-hlo` runs after the pipeline and inside the time limit: it imports the module
-    // twice more (the export checks its graph, then reads back what it wrote, a third larger
-    // once loops are unrolled) and simulates once. Measured on the real 70B module (import
-    // 0.31 s): 1.7 s under load. The pipeline's limit is that much shorter (at most half).
-    if args.emit_hlo.is_some() {
-        if let Some(limit) = pipeline.config.schedule.time_limit.as_mut() {
-            let reserve = (started.elapsed() * EMIT_RESERVE_IMPORTS).min(*limit / 2);
-            *limit -= reserve;
-        }
-    }
-    pipeline.config.started = Some(started);
-    pipeline.config.noise = args.noise.map(|pct| NoiseConfig {
-        pct,
-        samples: args.samples,
-    });
-    let bar = progress::bar(args.json);
+    let (c, profile) = configure(args, started)?;
     let imported = started.elapsed();
-    if let Some(limit) = pipeline.config.schedule.time_limit {
-        if imported >= limit {
-            eprintln!(
-                "warning: the import alone took {:.2} s of the {:.2} s time limit; the \
-                 baselines, the bounds and one list schedule still run, past the limit",
-                imported.as_secs_f64(),
-                limit.as_secs_f64()
-            );
-        }
-    }
-    let r = pipeline
-        .run(&graph, bar.as_ref())
+    warn_if_the_import_spent_the_limit(&c.pipeline, imported);
+    let bar = progress::bar(args.json);
+    let graph = &c.input.graph;
+    let r = c
+        .pipeline
+        .run(graph, bar.as_ref())
         .with_context(|| format!("optimizing {}", args.graph.display()))?;
-    let s = &r.schedule;
-    let timelines: Vec<(&str, &concerto_graph::Timeline)> = s
-        .results
-        .iter()
-        .map(|x| (x.scheduler.as_str(), &x.timeline))
-        .collect();
-    if let Some(path) = &args.trace {
-        write(path, &trace::chrome_trace_string(&graph, &timelines))?;
-    }
-    if let Some(path) = &args.svg {
-        write(path, &trace::svg_gantt(&graph, &timelines))?;
-    }
-    let (kept_graph, kept_plan) = r.result();
-    if let Some(path) = &args.plan {
-        write(path, &kept_plan.plan.to_json(kept_graph))?;
-    }
-    if let Some(path) = &args.graph_out {
-        write_graph(path, kept_graph)?;
-    }
-    let emitted = match &args.emit_hlo {
-        Some(path) => Some(emit_hlo(args, &r, path)?),
-        None => None,
-    };
-    if args.emit_pgle.is_some() || args.emit_pgle_steer.is_some() {
-        eprintln!("{}", emit_pgle(args, &r)?);
-    }
+    let emitted = write_outputs(args, &c, &r)?;
     if args.json {
         if let Some(line) = &emitted {
             eprintln!("{line}");
@@ -183,14 +115,124 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
     if let (Some(p), Some(trace)) = (&profile, &args.profile.profile) {
         println!("{}", profile_lines(trace, p, 13));
     }
+    print_input(args, &c, &r);
+    print_table(&r);
+    print_details(args, &r);
+    if let Some(line) = &emitted {
+        println!("{line}");
+    }
+    print_time(started, imported, &r);
+    // The process ends here: freeing the graph and the report (hundreds of MB on a 100k-op
+    // step, some 50 ms) would only lengthen the call.
+    std::mem::forget(r);
+    std::mem::forget(c);
+    Ok(())
+}
+
+/// Reads the input, costs it from `--profile`, and configures the pipeline for it
+/// ([`concerto::configure`]); the time limit, which covers the whole call, keeps a reserve
+/// for `--emit-hlo`.
+fn configure(
+    args: &OptimizeArgs,
+    started: std::time::Instant,
+) -> Result<(concerto::Configured, Option<ProfileReport>), Failure> {
+    let mut options = args.opts.import_options()?;
+    options.trace_step = args.opts.step;
+    options.trace_launch_times = !args.opts.no_launch_times;
+    let mut input = read_input(&args.graph, &options)?;
+    let mut pipeline = args.opts.pipeline()?;
+    let profile = profiled_input(
+        &mut input,
+        &args.graph,
+        &args.profile,
+        &pipeline.config.hardware,
+    )?;
+    // `--emit-hlo` runs after the pipeline and inside the time limit: measured on the real
+    // 70B module (import 0.31 s), 1.7 s under load. The pipeline's limit is that much shorter
+    // (at most half).
+    if args.emit_hlo.is_some() {
+        if let Some(limit) = pipeline.config.schedule.time_limit.as_mut() {
+            let reserve = (started.elapsed() * EMIT_RESERVE_IMPORTS).min(*limit / 2);
+            *limit -= reserve;
+        }
+    }
+    pipeline.config.started = Some(started);
+    pipeline.config.noise = args.noise.map(|pct| NoiseConfig {
+        pct,
+        samples: args.samples,
+    });
+    let c = concerto::configure(input, pipeline, args.opts.contention)
+        .with_context(|| format!("configuring the run of {}", args.graph.display()))?;
+    Ok((c, profile))
+}
+
+/// A warning when the import alone took the whole time limit.
+fn warn_if_the_import_spent_the_limit(
+    pipeline: &concerto_pipeline::Pipeline,
+    imported: std::time::Duration,
+) {
+    if let Some(limit) = pipeline.config.schedule.time_limit {
+        if imported >= limit {
+            eprintln!(
+                "warning: the import alone took {:.2} s of the {:.2} s time limit; the \
+                 baselines, the bounds and one list schedule still run, past the limit",
+                imported.as_secs_f64(),
+                limit.as_secs_f64()
+            );
+        }
+    }
+}
+
+/// Writes what the flags ask for (`--trace`, `--svg`, `--plan`, `--graph-out`, `--emit-hlo`,
+/// `--emit-pgle`); returns `--emit-hlo`'s line, printed with the report.
+fn write_outputs(
+    args: &OptimizeArgs,
+    c: &concerto::Configured,
+    r: &concerto_pipeline::Report,
+) -> Result<Option<String>, Failure> {
+    let graph = &c.input.graph;
+    let timelines: Vec<(&str, &concerto_graph::Timeline)> = r
+        .schedule
+        .results
+        .iter()
+        .map(|x| (x.scheduler.as_str(), &x.timeline))
+        .collect();
+    if let Some(path) = &args.trace {
+        write(path, &trace::chrome_trace_string(graph, &timelines))?;
+    }
+    if let Some(path) = &args.svg {
+        write(path, &trace::svg_gantt(graph, &timelines))?;
+    }
+    let (kept_graph, kept_plan) = r.result();
+    if let Some(path) = &args.plan {
+        write(path, &kept_plan.plan.to_json(kept_graph))?;
+    }
+    if let Some(path) = &args.graph_out {
+        write_graph(path, kept_graph)?;
+    }
+    let source = c.input.hlo.as_deref();
+    let emitted = match &args.emit_hlo {
+        Some(path) => Some(emit_hlo(args, source, r, path)?),
+        None => None,
+    };
+    if args.emit_pgle.is_some() || args.emit_pgle_steer.is_some() {
+        eprintln!("{}", emit_pgle(args, source, r)?);
+    }
+    Ok(emitted)
+}
+
+/// The report's first lines: the graph, the trace or the hardware, the lower bound.
+fn print_input(args: &OptimizeArgs, c: &concerto::Configured, r: &concerto_pipeline::Report) {
+    let s = &r.schedule;
+    let graph = &c.input.graph;
     println!(
         "graph        {} ({} ops, {} collectives)",
         graph.name(),
         s.ops,
         s.collectives
     );
-    match recorded {
-        Some((t, replay)) => {
+    match (&c.input.trace, c.recorded_ns) {
+        (Some(t), Some(replay)) => {
             println!(
                 "trace        {}: measured {} ms; the program order is the recorded order \
                  (replayed {} ms); measured durations{}{}",
@@ -217,13 +259,13 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
             if let Some(recorded) = s.get(Scheduler::ProgramOrder) {
                 println!(
                     "orders       {}",
-                    order_changes(&graph, &recorded.plan, &s.concerto().plan)
+                    order_changes(graph, &recorded.plan, &s.concerto().plan)
                 );
             }
         }
-        None => println!(
+        _ => println!(
             "hardware     {} (compute {:.2}x slower while a collective runs)",
-            args.opts.hardware, s.contention
+            args.opts.import.hardware, s.contention
         ),
     }
     println!(
@@ -236,6 +278,11 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
             .collect::<Vec<_>>()
             .join(", ")
     );
+}
+
+/// The table: every scheduler's row, then concerto's rows on rewritten graphs.
+fn print_table(r: &concerto_pipeline::Report) {
+    let s = &r.schedule;
     let mut header = vec![
         "scheduler",
         "makespan_ms",
@@ -288,6 +335,12 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
         table.row(row);
     }
     print!("{}", table.render());
+}
+
+/// The lines under the table: memory, joint, fusion, decomposition, portfolio, solver, noise
+/// and the kept row.
+fn print_details(args: &OptimizeArgs, r: &concerto_pipeline::Report) {
+    let s = &r.schedule;
     if let Some(b) = s.memory_budget_bytes {
         println!(
             "memory       budget {:.2} GiB: concerto's plan peaks at {:.2} GiB (checked); program order {:.2} GiB; no order below {:.2} GiB; solver's own plan {:.2} GiB{}",
@@ -299,6 +352,58 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
             if s.solver_plan.peak_memory_bytes > b { " (over)" } else { "" }
         );
     }
+    print_rewrites(r);
+    println!(
+        "portfolio    {}",
+        s.portfolio
+            .iter()
+            .map(|(rule, ns)| format!("{rule} {}", ms(*ns)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let costed = if s.contention > 1.0 {
+        format!(
+            "{} ms with its last start's simulated durations, {} pass{}",
+            ms(s.solver_makespan_ns),
+            s.window_passes,
+            if s.window_passes == 1 { "" } else { "es" }
+        )
+    } else {
+        format!("contention-free {} ms", ms(s.solver_makespan_ns))
+    };
+    println!(
+        "solver       {}: {} ({costed} from a {} ms start ({}), {} work); its plan simulates to {} ms; concerto's plan: {}",
+        s.solver,
+        s.solver_status,
+        ms(s.start_makespan_ns),
+        s.start,
+        s.work,
+        ms(s.solver_plan.makespan_ns()),
+        s.origin
+    );
+    if let Some(p) = args.noise {
+        println!(
+            "noise        +-{p}% on every duration, {} samples, seed {}",
+            args.samples, args.opts.seed
+        );
+    }
+    let (g, p) = r.result();
+    println!(
+        "kept         {} {} ms ({} ops){}",
+        r.kept.as_str(),
+        ms(p.makespan_ns()),
+        g.len(),
+        if r.kept == Row::S {
+            ""
+        } else {
+            ": the rewritten graph's plan"
+        }
+    );
+}
+
+/// The joint, fusion and decomposition lines, for the rows that ran.
+fn print_rewrites(r: &concerto_pipeline::Report) {
+    let s = &r.schedule;
     if let Some(j) = &r.joint {
         println!(
             "joint        {} ms with {} decomposition(s) over {} region(s), {} window(s) changed a mode, {} too large for the solver ({:.1} s){}",
@@ -350,57 +455,16 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
             );
         }
     }
-    println!(
-        "portfolio    {}",
-        s.portfolio
-            .iter()
-            .map(|(rule, ns)| format!("{rule} {}", ms(*ns)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let costed = if s.contention > 1.0 {
-        format!(
-            "{} ms with its last start's simulated durations, {} pass{}",
-            ms(s.solver_makespan_ns),
-            s.window_passes,
-            if s.window_passes == 1 { "" } else { "es" }
-        )
-    } else {
-        format!("contention-free {} ms", ms(s.solver_makespan_ns))
-    };
-    println!(
-        "solver       {}: {} ({costed} from a {} ms start ({}), {} work); its plan simulates to {} ms; concerto's plan: {}",
-        s.solver,
-        s.solver_status,
-        ms(s.start_makespan_ns),
-        s.start,
-        s.work,
-        ms(s.solver_plan.makespan_ns()),
-        s.origin
-    );
-    if let Some(p) = args.noise {
-        println!(
-            "noise        +-{p}% on every duration, {} samples, seed {}",
-            args.samples, args.opts.seed
-        );
-    }
-    let (g, p) = r.result();
-    println!(
-        "kept         {} {} ms ({} ops){}",
-        r.kept.as_str(),
-        ms(p.makespan_ns()),
-        g.len(),
-        if r.kept == Row::S {
-            ""
-        } else {
-            ": the rewritten graph's plan"
-        }
-    );
-    if let Some(line) = &emitted {
-        println!("{line}");
-    }
+}
+
+/// The `time` line: the whole call and its stages.
+fn print_time(
+    started: std::time::Instant,
+    imported: std::time::Duration,
+    r: &concerto_pipeline::Report,
+) {
     let stages: Vec<String> = std::iter::once(("import".to_string(), imported))
-        .chain(s.stages.iter().cloned())
+        .chain(r.schedule.stages.iter().cloned())
         .map(|(name, t)| format!("{name} {:.2}", t.as_secs_f64()))
         .collect();
     println!(
@@ -413,11 +477,6 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
             ""
         }
     );
-    // The process ends here: freeing the graph and the report (hundreds of MB on a 100k-op
-    // step, some 50 ms) would only lengthen the call.
-    std::mem::forget(r);
-    std::mem::forget(graph);
-    Ok(())
 }
 
 /// `--emit-hlo`: writes the S plan (or the kept one, when it is on the input graph) into the
@@ -429,42 +488,36 @@ pub(crate) fn run(args: &OptimizeArgs) -> Result<(), Failure> {
 /// [`export_verbatim_checked`]: concerto_extract::hlo::export_verbatim_checked
 fn emit_hlo(
     args: &OptimizeArgs,
+    source: Option<&HloSource>,
     r: &concerto_pipeline::Report,
     path: &std::path::Path,
 ) -> Result<String, Failure> {
     use concerto_extract::hlo;
-    if !concerto_extract::read::is_hlo(&args.graph) {
+    let Some(source) = source else {
         return Err(anyhow::anyhow!(
             "--emit-hlo needs an XLA HLO text module as input (`.hlo` or `.txt`, gzipped or not), not {}",
             args.graph.display()
         )
         .into());
-    }
-    let module = concerto_extract::read::read_module(&args.graph)?;
-    let options = args.opts.import_options()?;
-    let (kept_graph, kept) = r.result();
-    let (graph, s, note) = if kept_graph.fingerprint() == r.graph.fingerprint() {
-        (kept_graph, kept, String::new())
-    } else {
-        (
-            &r.graph,
-            r.schedule.concerto(),
-            format!(
-                "; the kept {} plan rewrote the graph, so this is the S plan",
-                r.kept.as_str()
-            ),
-        )
     };
+    let options = args.opts.import_options()?;
+    let (graph, s, stood_in) = r.exported();
+    let note = stood_in.map_or(String::new(), |row| {
+        format!(
+            "; the kept {} plan rewrote the graph, so this is the S plan",
+            row.as_str()
+        )
+    });
     // A scheduled module (XLA's compiled ones) keeps every line but the entry's order and the
     // `is_sync` of the starts it moves ([`hlo::export_verbatim_checked`]).
-    let scheduled = module
+    let scheduled = source
+        .module
         .attributes
         .iter()
         .any(|a| a.name == "is_scheduled" && a.value.trim() == "true");
     let checked = if scheduled {
-        let text = concerto_extract::read::read_text(&args.graph)?;
         hlo::export_verbatim_checked(
-            &text,
+            &source.text,
             graph,
             &s.plan,
             &s.timeline,
@@ -474,7 +527,7 @@ fn emit_hlo(
         )
     } else {
         hlo::export_checked(
-            &module,
+            &source.module,
             graph,
             &s.plan,
             &s.timeline,
@@ -500,18 +553,21 @@ fn emit_hlo(
 
 /// `--emit-pgle` and `--emit-pgle-steer`: write the PGLE profile of the input module, and
 /// the one steered by concerto's plan; returns the line to print.
-fn emit_pgle(args: &OptimizeArgs, r: &concerto_pipeline::Report) -> Result<String, Failure> {
+fn emit_pgle(
+    args: &OptimizeArgs,
+    source: Option<&HloSource>,
+    r: &concerto_pipeline::Report,
+) -> Result<String, Failure> {
     use concerto_extract::hlo::pgle::PgleProfile;
-    if !concerto_extract::read::is_hlo(&args.graph) {
+    let Some(source) = source else {
         return Err(anyhow::anyhow!(
             "--emit-pgle needs an XLA HLO text module as input, not {}",
             args.graph.display()
         )
         .into());
-    }
-    let module = concerto_extract::read::read_module(&args.graph)?;
+    };
     let durations = &r.schedule.durations;
-    let mut p = PgleProfile::new(&module, &r.graph, durations);
+    let mut p = PgleProfile::new(&source.module, &r.graph, durations);
     let mut line = format!(
         "pgle         {} costs, {} latencies",
         p.costs.len(),

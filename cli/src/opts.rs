@@ -76,15 +76,14 @@ impl From<Families> for concerto_pipeline::Families {
 /// The time limit when neither `--time-limit` nor `--work-limit` is given (seconds).
 const DEFAULT_TIME_LIMIT_S: f64 = 10.0;
 
-/// Options shared by `concerto optimize` and the commands built on the same pipeline. They
-/// serialise (by their field names) into a `bench graphs` shard file's configuration, which
-/// every shard of one run must share.
+/// How a graph file is read and costed: the flags of every command that imports one
+/// (`optimize` and the commands built on it, `simulate`, `import`).
 #[derive(Args, Debug, Clone, serde::Serialize)]
-pub(crate) struct OptimizeOpts {
+pub(crate) struct ImportFlags {
     /// Hardware profile: `h100` (measured tables), `h200` (the same die, HBM3e, measured
     /// memory efficiencies), `a800` (roofline, the paper's cluster), `a800-pcie` (the same
-    /// without NVLink), `a100`, `v100` (roofline), or a fitted profile file (`concerto
-    /// calibrate -o FILE`).
+    /// without NVLink), `a100`, `v100` (datasheet peaks, tiled GEMMs), or a fitted profile
+    /// file (`concerto calibrate -o FILE`).
     #[arg(long, default_value = "h100")]
     pub(crate) hardware: String,
     /// GPUs per node: decides which collectives of an imported `.hlo` cross nodes, and the
@@ -96,6 +95,29 @@ pub(crate) struct OptimizeOpts {
     /// Repeatable; wins over the loop's `backend_config`.
     #[arg(long = "trip-count", value_name = "NAME=N", value_parser = parse_trip_count)]
     pub(crate) trip_counts: Vec<(String, u64)>,
+}
+
+impl ImportFlags {
+    /// The options of importing a graph: `--gpus-per-node` and `--trip-count`.
+    pub(crate) fn import_options(&self) -> anyhow::Result<ImportOptions> {
+        import_options(self.gpus_per_node, &self.trip_counts)
+    }
+
+    /// The hardware profile of `--hardware` and `--gpus-per-node`.
+    pub(crate) fn hardware(&self) -> anyhow::Result<Hardware> {
+        Ok(Hardware::load(&self.hardware)?.with_gpus_per_node(self.gpus_per_node)?)
+    }
+}
+
+/// Options shared by `concerto optimize` and the commands built on the same pipeline. They
+/// serialise (by their field names) into a `bench graphs` shard file's configuration, which
+/// every shard of one run must share.
+#[derive(Args, Debug, Clone, serde::Serialize)]
+pub(crate) struct OptimizeOpts {
+    /// How the graph file is read and costed.
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub(crate) import: ImportFlags,
     /// Compute slowdown while a collective runs (default: the profile's; 1 for a profiler
     /// trace, whose measured durations contain it).
     #[arg(long, value_name = "X")]
@@ -220,7 +242,7 @@ pub(crate) fn import_options(
 impl OptimizeOpts {
     /// The options of importing an `.hlo` graph: `--gpus-per-node` and `--trip-count`.
     pub(crate) fn import_options(&self) -> anyhow::Result<ImportOptions> {
-        import_options(self.gpus_per_node, &self.trip_counts)
+        self.import.import_options()
     }
 
     /// The portfolio of `--rules` and `--list-samples`.
@@ -248,7 +270,7 @@ impl OptimizeOpts {
 
     /// The hardware profile of `--hardware`, `--gpus-per-node` and `--contention`.
     pub(crate) fn hardware(&self) -> anyhow::Result<Hardware> {
-        let hw = Hardware::load(&self.hardware)?.with_gpus_per_node(self.gpus_per_node)?;
+        let hw = self.import.hardware()?;
         Ok(match self.contention {
             Some(c) => hw.with_contention(c)?,
             None => hw,

@@ -3,9 +3,10 @@
 
 use std::path::PathBuf;
 
+use anyhow::Context;
 use clap::Args;
 
-use crate::io::{read_graph_with, write};
+use crate::io::{read_input, write};
 use crate::opts::OptimizeOpts;
 use crate::{progress, Failure};
 
@@ -34,8 +35,10 @@ pub(crate) fn run(args: &ParetoArgs) -> Result<(), Failure> {
         )
         .into());
     }
-    let graph = read_graph_with(&args.graph, &args.opts.import_options()?)?;
-    let pipeline = args.opts.pipeline()?;
+    let input = read_input(&args.graph, &args.opts.import_options()?)?;
+    let configured = concerto::configure(input, args.opts.pipeline()?, args.opts.contention)
+        .with_context(|| format!("configuring the run of {}", args.graph.display()))?;
+    let (pipeline, graph) = (configured.pipeline, configured.input.graph);
     let bar = progress::bar(args.json);
     let front = concerto_pipeline::pareto(&pipeline, &graph, args.points, bar.as_ref())?;
     if let Some(path) = &args.svg {

@@ -7,8 +7,8 @@ use clap::Args;
 use concerto_graph::{trace, StreamPlan};
 use serde::Serialize;
 
-use crate::io::{profile_lines, profiled, read_input, write, ProfileArgs};
-use crate::opts::{import_options, parse_trip_count};
+use crate::io::{profile_lines, profiled_input, read_input, write, ProfileArgs};
+use crate::opts::ImportFlags;
 use crate::report::{gib, ms};
 use crate::Failure;
 use concerto_extract::profile::ProfileReport;
@@ -21,17 +21,8 @@ pub(crate) struct SimulateArgs {
     /// The plan (JSON, as `concerto optimize --plan` writes it).
     #[arg(long, value_name = "FILE")]
     pub(crate) plan: PathBuf,
-    /// Hardware profile: a name (`h100`, `h200`, `a800`, `a800-pcie`, `a100`, `v100`) or a
-    /// fitted profile file.
-    #[arg(long, default_value = "h100")]
-    pub(crate) hardware: String,
-    /// GPUs per node.
-    #[arg(long, default_value_t = 8)]
-    pub(crate) gpus_per_node: u32,
-    /// The trip count of a `while` loop of an imported `.hlo` whose count the module does not
-    /// give, by the loop's instruction name: `--trip-count while.3=16`. Repeatable.
-    #[arg(long = "trip-count", value_name = "NAME=N", value_parser = parse_trip_count)]
-    pub(crate) trip_counts: Vec<(String, u64)>,
+    #[command(flatten)]
+    pub(crate) import: ImportFlags,
     /// Compute slowdown while a collective runs (default: the profile's).
     #[arg(long, value_name = "X")]
     pub(crate) contention: Option<f64>,
@@ -75,20 +66,10 @@ struct SimulateJson {
 }
 
 pub(crate) fn run(args: &SimulateArgs) -> Result<(), Failure> {
-    let input = read_input(
-        &args.graph,
-        &import_options(args.gpus_per_node, &args.trip_counts)?,
-    )?;
+    let mut input = read_input(&args.graph, &args.import.import_options()?)?;
+    let hardware = input.costed_on(args.import.hardware()?, args.contention)?;
+    let profile = profiled_input(&mut input, &args.graph, &args.profile, &hardware)?;
     let graph = input.graph;
-    let hw =
-        concerto_graph::Hardware::load(&args.hardware)?.with_gpus_per_node(args.gpus_per_node)?;
-    // A profiler trace's measured durations contain the slowdown: none on top by default.
-    let hardware = match (args.contention, &input.trace) {
-        (Some(c), _) => hw.with_contention(c)?,
-        (None, Some(_)) => hw.with_contention(1.0)?,
-        (None, None) => hw,
-    };
-    let (graph, profile) = profiled(graph, &args.graph, &args.profile, &hardware)?;
     let text = std::fs::read_to_string(&args.plan)
         .with_context(|| format!("reading {}", args.plan.display()))?;
     let plan = StreamPlan::from_json(&graph, &text)

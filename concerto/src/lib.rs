@@ -256,6 +256,8 @@
 //! (`"*"` covers every dependency, and not the crate's own code, which stays quick to
 //! rebuild.)
 
+mod configure;
+
 pub use concerto_backends as backends;
 pub use concerto_decomp as decomp;
 pub use concerto_extract as extract;
@@ -271,6 +273,7 @@ pub use concerto_rcpsp::{
     ModalSolution, ModalSolver, Outcome, Problem, ProblemBuilder, Registry, ResourceId, Schedule,
     SolveError, Solver, Status, StopReason, Time,
 };
+pub use configure::{configure, ConfigureError, Configured};
 
 #[cfg(feature = "testing")]
 pub mod testing;

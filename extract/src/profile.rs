@@ -387,16 +387,55 @@ pub fn apply_files(
     strict: bool,
 ) -> Result<(Graph, ProfileReport), String> {
     if !crate::read::is_hlo(module) {
-        return Err(format!(
-            "a profile costs the ops of an HLO module (.hlo, .txt), not {}",
-            module.display()
-        ));
+        return Err(not_a_module(module));
     }
     let m = crate::read::read_module(module).map_err(|e| e.to_string())?;
+    apply_trace_file(graph, &m, module, trace, hardware, strict)
+}
+
+/// [`apply_files`] for an input already read ([`crate::Imported`]): its parsed module, not the
+/// file again. `path` is the file it was read from, for the messages.
+pub fn apply_imported(
+    imported: &crate::Imported,
+    path: &std::path::Path,
+    trace: &std::path::Path,
+    hardware: &Hardware,
+    strict: bool,
+) -> Result<(Graph, ProfileReport), String> {
+    let Some(source) = &imported.hlo else {
+        return Err(not_a_module(path));
+    };
+    apply_trace_file(
+        &imported.graph,
+        &source.module,
+        path,
+        trace,
+        hardware,
+        strict,
+    )
+}
+
+/// The error of a profile given for what is no HLO module.
+fn not_a_module(path: &std::path::Path) -> String {
+    format!(
+        "a profile costs the ops of an HLO module (.hlo, .txt), not {}",
+        path.display()
+    )
+}
+
+/// Reads the profile at `trace` and costs `graph`, imported from `m` (read from `module`).
+fn apply_trace_file(
+    graph: &Graph,
+    m: &Module,
+    module: &std::path::Path,
+    trace: &std::path::Path,
+    hardware: &Hardware,
+    strict: bool,
+) -> Result<(Graph, ProfileReport), String> {
     let text = crate::read::read_text(trace).map_err(|e| e.to_string())?;
     let profile = KernelProfile::read(&text, &m.name)
         .map_err(|e| format!("reading profile {}: {e}", trace.display()))?;
-    profile.apply(graph, &m, hardware, strict).map_err(|e| {
+    profile.apply(graph, m, hardware, strict).map_err(|e| {
         format!(
             "costing {} from profile {}: {e}",
             module.display(),

@@ -6,8 +6,9 @@
 //! error names the file.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use concerto_graph::{Graph, GraphError, StreamPlan};
+use concerto_graph::{Graph, GraphError, Hardware, StreamPlan};
 
 use crate::hlo::{self, HloError, ImportOptions, ImportReport};
 use crate::kineto::{self, TraceError, TraceOptions, TraceReport};
@@ -116,6 +117,21 @@ pub fn read_hlo(path: &Path, options: &ImportOptions) -> Result<(Graph, ImportRe
     })
 }
 
+/// An HLO module as it was read: its text, the parsed module and what lowering it reported.
+/// What writes a plan back into the module (`hlo::export_checked`,
+/// `hlo::export_verbatim_checked`, `hlo::pgle`) and what costs it from a profile
+/// ([`crate::profile`]) start from here, without reading the file again.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct HloSource {
+    /// The module's text, decompressed.
+    pub text: String,
+    /// The parsed module.
+    pub module: hlo::Module,
+    /// What lowering it did besides the graph (opcode counts, warnings, its own schedule).
+    pub report: ImportReport,
+}
+
 /// A graph read from a file, with what the file said besides the graph.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -130,6 +146,8 @@ pub struct Imported {
     pub schedule: Option<StreamPlan>,
     /// For a profiler trace: the step, its measured time and how it was read.
     pub trace: Option<TraceReport>,
+    /// For an HLO module: its text, the parsed module and the lowering's report.
+    pub hlo: Option<Arc<HloSource>>,
 }
 
 impl Imported {
@@ -141,6 +159,26 @@ impl Imported {
             warnings: Vec::new(),
             schedule: None,
             trace: None,
+            hlo: None,
+        }
+    }
+
+    /// The contention to cost this input with: `explicit` when given; else 1 (none on top)
+    /// for a profiler trace, whose measured durations already contain the slowdown of compute
+    /// beside the collectives that ran; else `None`, the profile's own.
+    pub fn contention(&self, explicit: Option<f64>) -> Option<f64> {
+        explicit.or(self.trace.as_ref().map(|_| 1.0))
+    }
+
+    /// `hardware` with [`Imported::contention`] applied: the profile this input is costed on.
+    pub fn costed_on(
+        &self,
+        hardware: Hardware,
+        explicit: Option<f64>,
+    ) -> Result<Hardware, GraphError> {
+        match self.contention(explicit) {
+            Some(c) => hardware.with_contention(c),
+            None => Ok(hardware),
         }
     }
 }
@@ -182,7 +220,13 @@ fn read_json(path: &Path, options: &ImportOptions) -> Result<Json, ReadError> {
 /// module's own schedule ([`Imported`]).
 pub fn read_imported(path: &Path, options: &ImportOptions) -> Result<Imported, ReadError> {
     if is_hlo(path) {
-        let (graph, report) = read_hlo(path, options)?;
+        let text = read_text(path)?;
+        let hlo_err = |source| ReadError::Hlo {
+            path: path.to_path_buf(),
+            source,
+        };
+        let module = hlo::parse(&text).map_err(hlo_err)?;
+        let (graph, report) = hlo::lower(&module, options).map_err(hlo_err)?;
         let schedule = match &report.sequence {
             Some(events) => {
                 Some(
@@ -196,9 +240,14 @@ pub fn read_imported(path: &Path, options: &ImportOptions) -> Result<Imported, R
         };
         return Ok(Imported {
             graph,
-            warnings: report.warnings,
+            warnings: report.warnings.clone(),
             schedule,
             trace: None,
+            hlo: Some(Arc::new(HloSource {
+                text,
+                module,
+                report,
+            })),
         });
     }
     Ok(match read_json(path, options)? {
@@ -207,13 +256,9 @@ pub fn read_imported(path: &Path, options: &ImportOptions) -> Result<Imported, R
             warnings: report.warnings.clone(),
             schedule: None,
             trace: Some(*report),
+            hlo: None,
         },
-        Json::Graph(graph) => Imported {
-            graph,
-            warnings: Vec::new(),
-            schedule: None,
-            trace: None,
-        },
+        Json::Graph(graph) => Imported::from_graph(graph),
     })
 }
 

@@ -212,4 +212,16 @@ impl Report {
     pub fn result(&self) -> (&Graph, &Scheduled) {
         self.row(self.kept).expect("the kept row always ran")
     }
+
+    /// The plan to write back into the input's own format (an HLO module): the kept one when
+    /// it is a plan of the input graph, else S, with the row it stands in for. A decomposed,
+    /// joint or fused graph has no form in the input's format here.
+    pub fn exported(&self) -> (&Graph, &Scheduled, Option<Row>) {
+        let (kept_graph, kept) = self.result();
+        if kept_graph.fingerprint() == self.graph.fingerprint() {
+            (kept_graph, kept, None)
+        } else {
+            (&self.graph, self.schedule.concerto(), Some(self.kept))
+        }
+    }
 }
