@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 use concerto_cuda::{compare, CommMode, Executor, ExecutorConfig, Row};
-use concerto_graph::{trace, StreamPlan, Timeline};
+use concerto_graph::{trace, Graph, Hardware, StreamPlan, Timeline};
 use concerto_pipeline::Scheduler;
 use serde::Serialize;
 
@@ -135,22 +135,7 @@ pub(crate) fn run(args: &RunCudaArgs) -> Result<(), Failure> {
     let named: Vec<(&str, &StreamPlan)> = plans.iter().map(|(n, p)| (*n, p)).collect();
     let rows = compare(&graph, &named, &durations, contention, &mut executor)?;
     if let Some(path) = &args.trace {
-        let labels: Vec<(String, String)> = rows
-            .iter()
-            .map(|r| {
-                (
-                    format!("{} (measured)", r.scheduler),
-                    format!("{} (simulated)", r.scheduler),
-                )
-            })
-            .collect();
-        let mut timelines: Vec<(&str, &Timeline)> = Vec::new();
-        for (r, (m, s)) in rows.iter().zip(&labels) {
-            timelines.push((m, &r.measured));
-            timelines.push((s, &r.simulated));
-        }
-        std::fs::write(path, trace::chrome_trace_string(&graph, &timelines))
-            .with_context(|| format!("writing {}", path.display()))?;
+        write_trace(path, &graph, &rows)?;
     }
     let comm = CommMode::from(args.comm).as_str();
     if args.json {
@@ -171,6 +156,41 @@ pub(crate) fn run(args: &RunCudaArgs) -> Result<(), Failure> {
         println!("{}", serde_json::to_string(&report)?);
         return Ok(());
     }
+    print_text(args, &graph, &hardware, contention, &executor, comm, &rows);
+    Ok(())
+}
+
+/// `--trace`: every row's measured and simulated timelines as one Chrome trace.
+fn write_trace(path: &std::path::Path, graph: &Graph, rows: &[Row]) -> Result<(), Failure> {
+    let labels: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                format!("{} (measured)", r.scheduler),
+                format!("{} (simulated)", r.scheduler),
+            )
+        })
+        .collect();
+    let mut timelines: Vec<(&str, &Timeline)> = Vec::new();
+    for (r, (m, s)) in rows.iter().zip(&labels) {
+        timelines.push((m, &r.measured));
+        timelines.push((s, &r.simulated));
+    }
+    std::fs::write(path, trace::chrome_trace_string(graph, &timelines))
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// The report as text.
+fn print_text(
+    args: &RunCudaArgs,
+    graph: &Graph,
+    hardware: &Hardware,
+    contention: f64,
+    executor: &Executor,
+    comm: &str,
+    rows: &[Row],
+) {
     println!(
         "graph        {} ({} ops, {} collectives)",
         graph.name(),
@@ -195,7 +215,7 @@ pub(crate) fn run(args: &RunCudaArgs) -> Result<(), Failure> {
         hardware.name, contention
     );
     let mut table = Table::new(&["scheduler", "simulated_ms", "measured_ms", "diff"]);
-    for r in &rows {
+    for r in rows {
         table.row(vec![
             r.scheduler.clone(),
             ms(r.simulated_ns),
@@ -214,5 +234,4 @@ pub(crate) fn run(args: &RunCudaArgs) -> Result<(), Failure> {
              (measured times include launch latency)"
         );
     }
-    Ok(())
 }

@@ -362,6 +362,44 @@ def versions() -> dict[str, str]:
 # --- one module -----------------------------------------------------------------------------
 
 
+def _copy_dump(out: str, name: str, tmp: str) -> tuple[dict, dict]:
+    """Copies the step's module, memory report, buffer assignment (up to its used values)
+    and thunk sequence from XLA's dump in ``tmp`` to ``out`` as ``name.*``; returns the
+    dump's files and the copies' names, by role."""
+    src = find_dump(tmp)
+    os.makedirs(out, exist_ok=True)
+    dst = {
+        "hlo": f"{name}.gpu.hlo",
+        "memory": f"{name}.memory-usage-report.txt",
+        "buffers": f"{name}.buffer-assignment.txt",
+        "thunks": f"{name}.thunk_sequence.txt",
+    }
+    for role, f in dst.items():
+        with open(src[role]) as fin:
+            text = fin.read()
+        if role == "buffers":
+            cut = text.find("\nUsed values:")
+            text = text[: cut + 1] if cut >= 0 else text
+        with open(os.path.join(out, f), "w") as fout:
+            fout.write(text)
+    return src, dst
+
+
+def _memory_analysis(ma) -> dict | None:
+    """XLA's memory analysis of the compiled step, with arguments + outputs + temporaries -
+    aliases (``None`` without one)."""
+    if ma is None:
+        return None
+    analysis = {k: int(getattr(ma, k)) for k in (
+        "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+        "temp_size_in_bytes", "generated_code_size_in_bytes")}  # fmt: skip
+    analysis["argument_output_temp_minus_alias"] = (
+        analysis["argument_size_in_bytes"] + analysis["output_size_in_bytes"]
+        + analysis["temp_size_in_bytes"] - analysis["alias_size_in_bytes"]
+    )  # fmt: skip
+    return analysis
+
+
 def compile_module(a: argparse.Namespace, s: argparse.Namespace, data: int, model: int,
                    name: str) -> dict:  # fmt: skip
     """Compiles one step in this process (jax must not be imported yet: XLA reads
@@ -414,22 +452,7 @@ def compile_module(a: argparse.Namespace, s: argparse.Namespace, data: int, mode
             f.write(payload)
         with open(os.path.join(a.out, f"{name}.trees.pickle"), "wb") as f:
             pickle.dump((in_tree, out_tree), f)
-        src = find_dump(tmp)
-        os.makedirs(a.out, exist_ok=True)
-        dst = {
-            "hlo": f"{name}.gpu.hlo",
-            "memory": f"{name}.memory-usage-report.txt",
-            "buffers": f"{name}.buffer-assignment.txt",
-            "thunks": f"{name}.thunk_sequence.txt",
-        }
-        for role, f in dst.items():
-            with open(src[role]) as fin:
-                text = fin.read()
-            if role == "buffers":
-                cut = text.find("\nUsed values:")
-                text = text[: cut + 1] if cut >= 0 else text
-            with open(os.path.join(a.out, f), "w") as fout:
-                fout.write(text)
+        src, dst = _copy_dump(a.out, name, tmp)
         with open(src["hlo"]) as f:
             hlo = f.read()
         with open(src["memory"]) as f:
@@ -437,15 +460,7 @@ def compile_module(a: argparse.Namespace, s: argparse.Namespace, data: int, mode
         with open(src["buffers"]) as f:
             allocs = allocation_bytes(f.read())
         peak = xla_peak_bytes(report)
-        analysis = None
-        if ma is not None:
-            analysis = {k: int(getattr(ma, k)) for k in (
-                "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-                "temp_size_in_bytes", "generated_code_size_in_bytes")}  # fmt: skip
-            analysis["argument_output_temp_minus_alias"] = (
-                analysis["argument_size_in_bytes"] + analysis["output_size_in_bytes"]
-                + analysis["temp_size_in_bytes"] - analysis["alias_size_in_bytes"]
-            )  # fmt: skip
+        analysis = _memory_analysis(ma)
         with open(src["thunks"]) as f:
             thunks = sum(1 for line in f if line.strip())
         stats = module_stats(hlo)

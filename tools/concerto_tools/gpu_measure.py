@@ -188,34 +188,14 @@ def _trim_trace(src: str, dst: str) -> None:
         json.dump({"traceEvents": keep}, f)
 
 
-def run_step(a: argparse.Namespace) -> int:
-    """Item 1 (see the module docs)."""
-    os.makedirs(a.out, exist_ok=True)
-    dump = tempfile.mkdtemp(prefix="concerto-gpu-dump-")
-    old = os.environ.get("XLA_FLAGS", "").strip()
-    os.environ["XLA_FLAGS"] = " ".join(
-        ([old] if old else []) + [f"--xla_dump_to={dump}", "--xla_dump_hlo_as_text",
-                                  "--xla_dump_hlo_module_re=.*jit_step.*"]
-    )  # fmt: skip
+def _initial_state(a: argparse.Namespace, ns: argparse.Namespace):
+    """The step's parameters (normal, scale 0.02, in ``a.dtype``), Adam's state and one batch
+    of tokens and targets, all from ``a.seed``."""
     import jax
     import jax.numpy as jnp
-    import jaxlib
 
-    from concerto_jax.dump import build_step, param_shapes
+    from concerto_jax.dump import param_shapes
 
-    dev = jax.devices()[0]
-    print(f"step: jax {jax.__version__} on {dev.device_kind} ({dev.platform})", flush=True)
-    ns = argparse.Namespace(
-        layers=a.layers, d_model=a.d_model, heads=a.heads, seq=a.seq, batch=a.batch,
-        vocab=a.vocab, mlp=a.mlp, devices=1, tp=1, parallel="dp", optimizer="adam",
-        scan=False, partitioner="shardy",
-        dtype="bfloat16" if a.dtype == "bf16" else "float32",
-    )  # fmt: skip
-    import inspect
-
-    # dump.py's build_step reads ``dtype`` (bf16 activations, attention scale and mask) where
-    # it has that option; an older one computes in the parameters' dtype with f32 promotions.
-    model_dtype = "dtype" in inspect.getsource(build_step)
     dtype = jnp.bfloat16 if a.dtype == "bf16" else jnp.float32
     shapes = param_shapes(ns)
     is_shape = lambda x: isinstance(x, tuple)  # noqa: E731
@@ -233,6 +213,77 @@ def run_step(a: argparse.Namespace) -> int:
     tk, gk = jax.random.split(keys[0])
     tokens = jax.random.randint(tk, (a.batch, a.seq), 0, a.vocab, jnp.int32)
     targets = jax.random.randint(gk, (a.batch, a.seq), 0, a.vocab, jnp.int32)
+    return params, opt, tokens, targets
+
+
+def _profile_steps(a: argparse.Namespace, compiled, state, meta: dict) -> str:
+    """Runs ``a.steps`` steps under ``jax.profiler``, keeps the trimmed trace in ``a.out`` and
+    the per-instruction kernel table in ``meta``; returns the profile's directory (a failure
+    is recorded in ``meta["profile_error"]``)."""
+    import jax
+
+    params, opt, tokens, targets = state
+    prof = tempfile.mkdtemp(prefix="concerto-gpu-prof-")
+    try:
+        with jax.profiler.trace(prof, create_perfetto_trace=True):
+            for _ in range(a.steps):
+                params, opt, loss = compiled(params, opt, tokens, targets)
+                loss.block_until_ready()
+        traces = sorted(glob.glob(os.path.join(prof, "**", "*.trace.json.gz"), recursive=True))
+        traces = [t for t in traces if not t.endswith("perfetto_trace.json.gz")] + sorted(
+            glob.glob(os.path.join(prof, "**", "perfetto_trace.json.gz"), recursive=True)
+        )
+        meta["trace_files"] = [os.path.relpath(t, prof) for t in traces]
+        if not traces:
+            raise RuntimeError(f"no trace file under {prof}")
+        try:
+            _trim_trace(traces[0], os.path.join(a.out, "step_trace.json.gz"))
+        except Exception as e:  # noqa: BLE001
+            print(f"step: trimming the trace failed: {e!r}", file=sys.stderr)
+            if os.path.getsize(traces[0]) < 15 << 20:
+                shutil.copyfile(traces[0], os.path.join(a.out, "step_trace.json.gz"))
+        table = parse_trace(traces[0], steps=a.steps)
+        meta.update(table)
+        print(
+            f"step: {len(table['ops'])} instructions with kernels, {table['kernels_of_step']} "
+            f"kernels of the step / {table['kernels_total']}; summed kernel time per step "
+            f"{[x / 1e6 for x in table['step_kernel_ns']]} ms; lines {table['lines']}",
+            flush=True,
+        )
+    except Exception as e:  # noqa: BLE001
+        meta["profile_error"] = repr(e)
+        print(f"step: profiling failed: {e!r}", file=sys.stderr)
+    return prof
+
+
+def run_step(a: argparse.Namespace) -> int:
+    """Item 1 (see the module docs)."""
+    os.makedirs(a.out, exist_ok=True)
+    dump = tempfile.mkdtemp(prefix="concerto-gpu-dump-")
+    old = os.environ.get("XLA_FLAGS", "").strip()
+    os.environ["XLA_FLAGS"] = " ".join(
+        ([old] if old else []) + [f"--xla_dump_to={dump}", "--xla_dump_hlo_as_text",
+                                  "--xla_dump_hlo_module_re=.*jit_step.*"]
+    )  # fmt: skip
+    import jax
+    import jaxlib
+
+    from concerto_jax.dump import build_step
+
+    dev = jax.devices()[0]
+    print(f"step: jax {jax.__version__} on {dev.device_kind} ({dev.platform})", flush=True)
+    ns = argparse.Namespace(
+        layers=a.layers, d_model=a.d_model, heads=a.heads, seq=a.seq, batch=a.batch,
+        vocab=a.vocab, mlp=a.mlp, devices=1, tp=1, parallel="dp", optimizer="adam",
+        scan=False, partitioner="shardy",
+        dtype="bfloat16" if a.dtype == "bf16" else "float32",
+    )  # fmt: skip
+    import inspect
+
+    # dump.py's build_step reads ``dtype`` (bf16 activations, attention scale and mask) where
+    # it has that option; an older one computes in the parameters' dtype with f32 promotions.
+    model_dtype = "dtype" in inspect.getsource(build_step)
+    params, opt, tokens, targets = _initial_state(a, ns)
     inner = build_step(ns, None, {})
 
     def step(params, opt, tokens, targets):
@@ -286,36 +337,7 @@ def run_step(a: argparse.Namespace) -> int:
             json.dump(meta, f, indent=1, sort_keys=True)
 
     save()
-    prof = tempfile.mkdtemp(prefix="concerto-gpu-prof-")
-    try:
-        with jax.profiler.trace(prof, create_perfetto_trace=True):
-            for _ in range(a.steps):
-                params, opt, loss = compiled(params, opt, tokens, targets)
-                loss.block_until_ready()
-        traces = sorted(glob.glob(os.path.join(prof, "**", "*.trace.json.gz"), recursive=True))
-        traces = [t for t in traces if not t.endswith("perfetto_trace.json.gz")] + sorted(
-            glob.glob(os.path.join(prof, "**", "perfetto_trace.json.gz"), recursive=True)
-        )
-        meta["trace_files"] = [os.path.relpath(t, prof) for t in traces]
-        if not traces:
-            raise RuntimeError(f"no trace file under {prof}")
-        try:
-            _trim_trace(traces[0], os.path.join(a.out, "step_trace.json.gz"))
-        except Exception as e:  # noqa: BLE001
-            print(f"step: trimming the trace failed: {e!r}", file=sys.stderr)
-            if os.path.getsize(traces[0]) < 15 << 20:
-                shutil.copyfile(traces[0], os.path.join(a.out, "step_trace.json.gz"))
-        table = parse_trace(traces[0], steps=a.steps)
-        meta.update(table)
-        print(
-            f"step: {len(table['ops'])} instructions with kernels, {table['kernels_of_step']} "
-            f"kernels of the step / {table['kernels_total']}; summed kernel time per step "
-            f"{[x / 1e6 for x in table['step_kernel_ns']]} ms; lines {table['lines']}",
-            flush=True,
-        )
-    except Exception as e:  # noqa: BLE001
-        meta["profile_error"] = repr(e)
-        print(f"step: profiling failed: {e!r}", file=sys.stderr)
+    prof = _profile_steps(a, compiled, (params, opt, tokens, targets), meta)
     save()
     shutil.rmtree(dump, ignore_errors=True)
     shutil.rmtree(prof, ignore_errors=True)
@@ -342,6 +364,90 @@ extern "C" __global__ void sm_copy(const int4* __restrict__ src, int4* __restric
     }
 }
 """
+
+
+def _contention_of_size(a: argparse.Namespace, n: int, dev, streams, comms: dict,
+                        comm_alone: dict) -> dict:
+    """One GEMM size of item 2: the n x n x n bf16 GEMM alone, then beside each transfer of
+    ``comms`` (paired batches, ``a.trials`` of them); returns the size's entry."""
+    import torch
+
+    s_gemm, s_comm = streams
+    A = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+    B = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
+    C = torch.empty(n, n, device=dev, dtype=torch.bfloat16)
+    flops = 2.0 * n * n * n
+
+    def gemms(reps: int):
+        """Records reps+1 events around reps GEMMs on s_gemm; returns the events."""
+        evs = [torch.cuda.Event(enable_timing=True) for _ in range(reps + 1)]
+        with torch.cuda.stream(s_gemm):
+            evs[0].record(s_gemm)
+            for i in range(reps):
+                torch.mm(A, B, out=C)
+                evs[i + 1].record(s_gemm)
+        return evs
+
+    # Warm-up: GEMMs for about a second, so that the clocks have ramped up.
+    t_end = time.perf_counter() + 1.0
+    while time.perf_counter() < t_end:
+        gemms(a.reps)
+        torch.cuda.synchronize()
+
+    def alone_batch() -> list[float]:
+        torch.cuda.synchronize()
+        evs = gemms(a.reps)
+        torch.cuda.synchronize()
+        return [evs[i].elapsed_time(evs[i + 1]) for i in range(a.reps)]
+
+    first = alone_batch()
+    base0 = _median(first)
+    batch_ms = base0 * a.reps
+    entry = {"flops": flops, "with": {}}
+    all_alone = list(first)
+    for name, launch in comms.items():
+        unit = comm_alone[name]["unit_ms"]
+        units = max(1, int(a.cover * batch_ms / unit) + 1)
+        alone, during, cover, comm_ms = [], [], [], []
+        for _ in range(a.trials):
+            # Paired: the GEMMs alone right before each overlapped batch.
+            alone += alone_batch()
+            torch.cuda.synchronize()
+            c0 = torch.cuda.Event(enable_timing=True)
+            c1 = torch.cuda.Event(enable_timing=True)
+            c0.record(s_comm)
+            launch(units)
+            c1.record(s_comm)
+            # The GEMMs start once the transfer has started.
+            s_gemm.wait_event(c0)
+            evs = gemms(a.reps)
+            torch.cuda.synchronize()
+            during += [evs[i].elapsed_time(evs[i + 1]) for i in range(a.reps)]
+            comm_ms.append(c0.elapsed_time(c1))
+            cover.append({
+                "comm_start_before_gemms_ms": c0.elapsed_time(evs[0]),
+                "comm_end_after_gemms_ms": evs[-1].elapsed_time(c1),
+            })  # fmt: skip
+        all_alone += alone
+        covered = all(c["comm_start_before_gemms_ms"] >= 0 and c["comm_end_after_gemms_ms"] > 0
+                      for c in cover)  # fmt: skip
+        base, med = _median(alone), _median(during)
+        comm_alone_ms = unit * units
+        entry["with"][name] = {
+            "alone_ms": base, "median_ms": med, "slowdown": med / base,
+            "alone_samples_ms": alone, "samples_ms": during,
+            "covered": covered, "cover": cover, "units": units,
+            "comm_ms_during": comm_ms, "comm_ms_alone_est": comm_alone_ms,
+            "comm_slowdown": _median(comm_ms) / comm_alone_ms,
+        }  # fmt: skip
+        print(f"contention: {n}^3 with {name:>12}: {med:.4f} ms vs {base:.4f} alone, "
+              f"x{med / base:.3f} (covered {covered}); comm x{_median(comm_ms) / comm_alone_ms:.3f}",
+              flush=True)  # fmt: skip
+    entry["alone_ms"] = _median(all_alone)
+    entry["alone_tflops"] = flops / entry["alone_ms"] / 1e9
+    print(f"contention: {n}^3 bf16 alone {entry['alone_ms']:.4f} ms "
+          f"({entry['alone_tflops']:.0f} TFLOP/s)", flush=True)
+    return entry
 
 
 def run_contention(a: argparse.Namespace) -> int:
@@ -427,83 +533,9 @@ def run_contention(a: argparse.Namespace) -> int:
     comms["d2d_memcpy"] = launch_d2d
 
     for n in a.sizes:
-        A = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
-        B = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
-        C = torch.empty(n, n, device=dev, dtype=torch.bfloat16)
-        flops = 2.0 * n * n * n
-
-        def gemms(reps: int):
-            """Records reps+1 events around reps GEMMs on s_gemm; returns the events."""
-            evs = [torch.cuda.Event(enable_timing=True) for _ in range(reps + 1)]
-            with torch.cuda.stream(s_gemm):
-                evs[0].record(s_gemm)
-                for i in range(reps):
-                    torch.mm(A, B, out=C)
-                    evs[i + 1].record(s_gemm)
-            return evs
-
-        # Warm-up: GEMMs for about a second, so that the clocks have ramped up.
-        t_end = time.perf_counter() + 1.0
-        while time.perf_counter() < t_end:
-            gemms(a.reps)
-            torch.cuda.synchronize()
-
-        def alone_batch() -> list[float]:
-            torch.cuda.synchronize()
-            evs = gemms(a.reps)
-            torch.cuda.synchronize()
-            return [evs[i].elapsed_time(evs[i + 1]) for i in range(a.reps)]
-
-        first = alone_batch()
-        base0 = _median(first)
-        batch_ms = base0 * a.reps
-        entry = {"flops": flops, "with": {}}
-        all_alone = list(first)
-        for name, launch in comms.items():
-            unit = comm_alone[name]["unit_ms"]
-            units = max(1, int(a.cover * batch_ms / unit) + 1)
-            alone, during, cover, comm_ms = [], [], [], []
-            for _ in range(a.trials):
-                # Paired: the GEMMs alone right before each overlapped batch.
-                alone += alone_batch()
-                torch.cuda.synchronize()
-                c0 = torch.cuda.Event(enable_timing=True)
-                c1 = torch.cuda.Event(enable_timing=True)
-                c0.record(s_comm)
-                launch(units)
-                c1.record(s_comm)
-                # The GEMMs start once the transfer has started.
-                s_gemm.wait_event(c0)
-                evs = gemms(a.reps)
-                torch.cuda.synchronize()
-                during += [evs[i].elapsed_time(evs[i + 1]) for i in range(a.reps)]
-                comm_ms.append(c0.elapsed_time(c1))
-                cover.append({
-                    "comm_start_before_gemms_ms": c0.elapsed_time(evs[0]),
-                    "comm_end_after_gemms_ms": evs[-1].elapsed_time(c1),
-                })  # fmt: skip
-            all_alone += alone
-            covered = all(c["comm_start_before_gemms_ms"] >= 0 and c["comm_end_after_gemms_ms"] > 0
-                          for c in cover)  # fmt: skip
-            base, med = _median(alone), _median(during)
-            comm_alone_ms = unit * units
-            entry["with"][name] = {
-                "alone_ms": base, "median_ms": med, "slowdown": med / base,
-                "alone_samples_ms": alone, "samples_ms": during,
-                "covered": covered, "cover": cover, "units": units,
-                "comm_ms_during": comm_ms, "comm_ms_alone_est": comm_alone_ms,
-                "comm_slowdown": _median(comm_ms) / comm_alone_ms,
-            }  # fmt: skip
-            print(f"contention: {n}^3 with {name:>12}: {med:.4f} ms vs {base:.4f} alone, "
-                  f"x{med / base:.3f} (covered {covered}); comm x{_median(comm_ms) / comm_alone_ms:.3f}",
-                  flush=True)  # fmt: skip
-        entry["alone_ms"] = _median(all_alone)
-        entry["alone_tflops"] = flops / entry["alone_ms"] / 1e9
-        print(f"contention: {n}^3 bf16 alone {entry['alone_ms']:.4f} ms "
-              f"({entry['alone_tflops']:.0f} TFLOP/s)", flush=True)
-        results["sizes"][str(n)] = entry
+        results["sizes"][str(n)] = _contention_of_size(a, n, dev, (s_gemm, s_comm), comms,
+                                                       comm_alone)  # fmt: skip
         save()
-        del A, B, C
         torch.cuda.empty_cache()
     return 0
 
