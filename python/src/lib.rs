@@ -12,13 +12,13 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use concerto_extract::hlo::ImportOptions;
-use concerto_extract::Imported;
-use concerto_graph::{Graph, Hardware, StreamPlan};
-use concerto_pipeline::{
-    Config, MemoryBudget, ModuleSchedule, Pipeline, Scheduler, Silent, Solvers,
+use concerto::extract::hlo::ImportOptions;
+use concerto::extract::Imported;
+use concerto::graph::{Graph, Hardware, StreamPlan};
+use concerto::pipeline::{
+    Config, MemoryBudget, Pipeline, Scheduler, Silent, Solvers,
 };
-use concerto_rcpsp::{Limits, Registry};
+use concerto::rcpsp::{Limits, Registry};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -46,7 +46,7 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 fn registry() -> Registry {
-    concerto_backends::registry()
+    concerto::backends::registry()
 }
 
 /// A graph argument: a path (HLO, compiled HLO, native JSON, profiler trace) or a dict in the
@@ -75,7 +75,7 @@ fn graph_arg(py: Python<'_>, graph: &Bound<'_, PyAny>) -> PyResult<GraphArg> {
 
 fn read(arg: &GraphArg, options: &ImportOptions) -> Result<Imported, String> {
     match arg {
-        GraphArg::Path(p) => concerto_extract::read_imported(p, options).map_err(|e| chain(&e)),
+        GraphArg::Path(p) => concerto::extract::read_imported(p, options).map_err(|e| chain(&e)),
         GraphArg::Json(text) => Graph::from_json(text)
             .map(Imported::from_graph)
             .map_err(|e| format!("reading graph (dict): {}", chain(&e))),
@@ -199,17 +199,13 @@ fn optimize_inner(
         ..ImportOptions::default()
     };
     let mut input = read(&arg, &options).map_err(input_err)?;
-    let mut hw = hardware(hardware_name, gpus_per_node, contention).map_err(input_err)?;
+    let hw = hardware(hardware_name, gpus_per_node, contention).map_err(input_err)?;
     // Profile-guided costs, as `concerto optimize MODULE --profile TRACE`.
     let profiled = match (profile, &arg) {
         (None, _) => None,
         (Some((trace, strict)), GraphArg::Path(module)) => {
-            let (g, r) = concerto_extract::profile::apply_files(
-                &input.graph,
-                module,
-                &trace,
-                &hw,
-                strict,
+            let (g, r) = concerto::extract::profile::apply_imported(
+                &input, module, &trace, &hw, strict,
             )
             .map_err(input_err)?;
             input.graph = g;
@@ -222,14 +218,8 @@ fn optimize_inner(
             ))
         }
     };
-    let graph = &input.graph;
-    if input.trace.is_some() && contention.is_none() {
-        hw = hw
-            .with_contention(1.0)
-            .map_err(|e| input_err(e.to_string()))?;
-    }
     let mut config = Config::new(hw);
-    config.select = concerto_pipeline::Families::All.select_config(None);
+    config.select = concerto::pipeline::Families::All.select_config(None);
     config.schedule.time_limit = match (time_limit, work_limit) {
         (Some(_), _) => seconds("time_limit", time_limit).map_err(input_err)?,
         (None, Some(_)) => None,
@@ -240,17 +230,16 @@ fn optimize_inner(
     config.schedule.threads = threads;
     config.memory_budget = memory_budget;
     config.started = Some(started);
-    if let Some(plan) = input.schedule.clone() {
-        config.schedule.module_schedule =
-            Some(ModuleSchedule::new(graph, plan).map_err(|e| input_err(e.to_string()))?);
-    }
-    let solver: Arc<dyn concerto_rcpsp::Solver> = registry()
+    let solver: Arc<dyn concerto::rcpsp::Solver> = registry()
         .get(solver)
         .map_err(|e| input_err(e.to_string()))?
         .into();
-    let solvers = Solvers::new(solver).with_selector(concerto_backends::default_selector().into());
-    let r = Pipeline::new(config, solvers)
-        .run(graph, &Silent)
+    let solvers = Solvers::new(solver).with_selector(concerto::backends::default_selector().into());
+    let c = concerto::configure(input, Pipeline::new(config, solvers), contention)
+        .map_err(|e| input_err(e.to_string()))?;
+    let r = c
+        .pipeline
+        .run(&c.input.graph, &Silent)
         .map_err(|e| (false, format!("optimizing: {}", chain(&e))))?;
     let summary = r.summary();
     let mut value = serde_json::to_value(&summary).map_err(|e| (false, e.to_string()))?;
@@ -371,13 +360,13 @@ fn simulate<'py>(
                 ..ImportOptions::default()
             };
             let input = read(&arg, &options)?;
-            let mut hw = self::hardware(&hardware, gpus_per_node, contention)?;
-            if input.trace.is_some() && contention.is_none() {
-                hw = hw.with_contention(1.0).map_err(|e| e.to_string())?;
-            }
+            let hw = self::hardware(&hardware, gpus_per_node, contention)?;
+            let hw = input
+                .costed_on(hw, contention)
+                .map_err(|e| e.to_string())?;
             let plan = StreamPlan::from_json(&input.graph, &plan_text)
                 .map_err(|e| format!("reading plan: {e}"))?;
-            let e = concerto_pipeline::evaluate(&input.graph, &hw, &plan)
+            let e = concerto::pipeline::evaluate(&input.graph, &hw, &plan)
                 .map_err(|e| format!("simulating: {}", chain(&e)))?;
             Ok(serde_json::json!({
                 "graph": input.graph.name(),
@@ -411,7 +400,7 @@ fn solve<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let solver = solver.to_string();
     let out = py.detach(move || -> Result<String, (bool, String)> {
-        let problem = concerto_rcpsp::read_problem(&instance).map_err(|e| (true, chain(&e)))?;
+        let problem = concerto::rcpsp::read_problem(&instance).map_err(|e| (true, chain(&e)))?;
         let s = registry().get(&solver).map_err(|e| (true, e.to_string()))?;
         if threads == 0 {
             return Err((true, "threads must be at least 1".into()));
@@ -424,7 +413,7 @@ fn solve<'py>(
             ..Limits::default()
         };
         let name = instance.display().to_string();
-        let (outcome, report) = concerto_pipeline::solve::solve(&problem, &name, s, None, &limits)
+        let (outcome, report) = concerto::pipeline::solve::solve(&problem, &name, s, None, &limits)
             .map_err(|e| (false, format!("solving {name}: {}", chain(&e))))?;
         let mut v = serde_json::to_value(&report).map_err(|e| (false, e.to_string()))?;
         if let Some(schedule) = &outcome.schedule {
