@@ -135,12 +135,7 @@ fn jax_calibration(args: &CalibrateArgs, module: &Path) -> anyhow::Result<(Calib
     if let Some(path) = &args.output {
         write(path, &fitted.fit.to_json())?;
     }
-    let other = if fit_step + 1 < profile.steps {
-        Some(fit_step + 1)
-    } else {
-        fit_step.checked_sub(1)
-    };
-    let held_out = match other {
+    let held_out = match profile.held_out_step(fit_step) {
         Some(k) => {
             let fitted_hw =
                 Hardware::fitted(&fitted.fit)?.with_gpus_per_node(args.gpus_per_node)?;
@@ -192,20 +187,8 @@ fn trace_calibration(args: &CalibrateArgs) -> anyhow::Result<(CalibrateJson, Str
     if let Some(path) = &args.output {
         write(path, &fitted.fit.to_json())?;
     }
-    // The fit checked on another step: the one after the fitted step, else the one before.
-    let other = report
-        .steps
-        .iter()
-        .position(|s| s.name == report.step)
-        .and_then(|k| {
-            report
-                .steps
-                .get(k + 1)
-                .or(k.checked_sub(1).and_then(|j| report.steps.get(j)))
-        })
-        .and_then(|s| s.name.strip_prefix("ProfilerStep#"))
-        .and_then(|n| n.parse::<u64>().ok());
-    let held_out = match other {
+    // The fit checked on another step.
+    let held_out = match report.held_out_step() {
         Some(n) => {
             let (g, r) = import(args, Some(n))?;
             let fitted_hw =

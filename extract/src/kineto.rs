@@ -211,6 +211,19 @@ pub struct TraceReport {
     pub warnings: Vec<String>,
 }
 
+impl TraceReport {
+    /// The step a fit on the imported step is checked on: the next one of the trace, else
+    /// the one before (by its `ProfilerStep#N` number); `None` for a trace of one step.
+    pub fn held_out_step(&self) -> Option<u64> {
+        let k = self.steps.iter().position(|s| s.name == self.step)?;
+        self.steps
+            .get(k + 1)
+            .or(k.checked_sub(1).and_then(|j| self.steps.get(j)))
+            .and_then(|s| s.name.strip_prefix("ProfilerStep#"))
+            .and_then(|n| n.parse::<u64>().ok())
+    }
+}
+
 /// Parses a trace (JSON text) and imports one step (see the module docs).
 pub fn import(text: &str, options: &TraceOptions) -> Result<(Graph, TraceReport), TraceError> {
     let value: serde_json::Value = serde_json::from_str(text).map_err(|e| TraceError::Json {

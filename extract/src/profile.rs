@@ -202,6 +202,16 @@ impl KernelProfile {
             .unwrap_or(0)
     }
 
+    /// The step a fit on step `fit` is checked on: the next one, else the one before; `None`
+    /// for a profile of one step.
+    pub fn held_out_step(&self, fit: usize) -> Option<usize> {
+        if fit + 1 < self.steps {
+            Some(fit + 1)
+        } else {
+            fit.checked_sub(1)
+        }
+    }
+
     /// Costs the ops of `graph`, imported from `module`, from the profile (see the module
     /// docs); `hardware` gives the model's costs for the coverage. Under `strict` an
     /// instruction of the profile that the graph lacks is an error; a profile that names no
