@@ -88,135 +88,207 @@ fn lhs_limited(graph: &Graph, durations: &[u64], limit: u64) -> Result<StreamPla
             reason: format!("{} durations for {} ops", durations.len(), n),
         });
     }
-    let level = bottom_levels(graph, durations);
-    let streams = Stream::of_graph(graph);
-    let stream_of: Vec<usize> = graph
-        .ids()
-        .map(|o| {
-            let s = Stream::of(graph.op(o));
-            streams
-                .iter()
-                .position(|t| *t == s)
-                .expect("stream of the graph")
-        })
-        .collect();
-    let mut missing: Vec<usize> = graph.ids().map(|o| graph.predecessors(o).len()).collect();
-    let mut ready_at = vec![0u64; n];
-    // Per stream, the ops whose producers have all finished: compute by (bottom level,
-    // program order), collectives by (ready time, program order).
-    let mut ready: Vec<BinaryHeap<ReadyKey>> = vec![BinaryHeap::new(); streams.len()];
-    let push = |ready: &mut Vec<BinaryHeap<_>>, o: usize, at: u64| {
-        let s = stream_of[o];
-        let key = if !streams[s].is_comm() {
-            (Reverse(0), level[o], Reverse(o))
-        } else {
-            (Reverse(at), level[o], Reverse(o))
-        };
-        ready[s].push(key);
-    };
-    for (o, _) in missing.iter().enumerate().filter(|(_, m)| **m == 0) {
-        push(&mut ready, o, 0);
+    let mut l = LimitedLhs::new(graph, durations, limit);
+    while l.placed < n {
+        for s in 0..l.streams.len() {
+            if l.free_at[s] > l.now {
+                continue;
+            }
+            let pick = if limit == u64::MAX {
+                l.ready[s].pop()
+            } else {
+                l.pick_within(s)
+            };
+            if let Some((_, _, Reverse(o))) = pick {
+                l.start(s, o);
+            }
+        }
+        if !l.advance() {
+            break;
+        }
     }
-    let mut orders: Vec<Vec<OpId>> = vec![Vec::new(); streams.len()];
-    let mut free_at = vec![0u64; streams.len()];
-    // Ops in flight, by end time.
-    let mut running: BinaryHeap<Reverse<(u64, usize)>> = BinaryHeap::new();
-    let mut now = 0u64;
-    let mut placed = 0;
-    // Memory, as `memory::profile` counts it: live-tensor bytes, and each op's readers left.
-    let alloc: Vec<u64> = graph.ops().map(|o| o.buffer_bytes()).collect();
-    let keep: Vec<bool> = graph.ops().map(|o| o.live_out).collect();
-    let mut readers: Vec<usize> = graph.ids().map(|o| graph.successors(o).len()).collect();
-    let mut live = 0u64;
-    // Bytes freed when `o` ends, if it started now.
-    let frees = |o: usize, readers: &[usize]| -> u64 {
+    StreamPlan::new(graph, l.streams.into_iter().zip(l.orders).collect())
+}
+
+/// The state of one [`lhs_limited`] run: the ready ops, the ops in flight and the live bytes.
+struct LimitedLhs<'g> {
+    graph: &'g Graph,
+    durations: &'g [u64],
+    /// The live-tensor bytes to stay under.
+    limit: u64,
+    /// Each op's bottom level.
+    level: Vec<u64>,
+    /// The graph's streams, and each op's.
+    streams: Vec<Stream>,
+    stream_of: Vec<usize>,
+    /// Per op, the producers not finished yet, and when the last finished.
+    missing: Vec<usize>,
+    ready_at: Vec<u64>,
+    /// Per stream, the ops whose producers have all finished: compute by (bottom level,
+    /// program order), collectives by (ready time, program order).
+    ready: Vec<BinaryHeap<ReadyKey>>,
+    /// Per stream, the ops placed so far, and when its last one ends.
+    orders: Vec<Vec<OpId>>,
+    free_at: Vec<u64>,
+    /// Ops in flight, by end time.
+    running: BinaryHeap<Reverse<(u64, usize)>>,
+    now: u64,
+    placed: usize,
+    /// Memory, as `memory::profile` counts it: each op's bytes, whether it stays live, its
+    /// readers left, and the live-tensor bytes.
+    alloc: Vec<u64>,
+    keep: Vec<bool>,
+    readers: Vec<usize>,
+    live: u64,
+}
+
+impl<'g> LimitedLhs<'g> {
+    /// The state before any op starts: the ops without producers ready.
+    fn new(graph: &'g Graph, durations: &'g [u64], limit: u64) -> Self {
+        let n = graph.len();
+        let streams = Stream::of_graph(graph);
+        let stream_of: Vec<usize> = graph
+            .ids()
+            .map(|o| {
+                let s = Stream::of(graph.op(o));
+                streams
+                    .iter()
+                    .position(|t| *t == s)
+                    .expect("stream of the graph")
+            })
+            .collect();
+        let mut l = LimitedLhs {
+            graph,
+            durations,
+            limit,
+            level: bottom_levels(graph, durations),
+            missing: graph.ids().map(|o| graph.predecessors(o).len()).collect(),
+            ready_at: vec![0u64; n],
+            ready: vec![BinaryHeap::new(); streams.len()],
+            orders: vec![Vec::new(); streams.len()],
+            free_at: vec![0u64; streams.len()],
+            running: BinaryHeap::new(),
+            now: 0,
+            placed: 0,
+            alloc: graph.ops().map(|o| o.buffer_bytes()).collect(),
+            keep: graph.ops().map(|o| o.live_out).collect(),
+            readers: graph.ids().map(|o| graph.successors(o).len()).collect(),
+            live: 0,
+            streams,
+            stream_of,
+        };
+        for o in 0..n {
+            if l.missing[o] == 0 {
+                l.push(o, 0);
+            }
+        }
+        l
+    }
+
+    /// Makes op `o` ready on its stream at time `at`.
+    fn push(&mut self, o: usize, at: u64) {
+        let s = self.stream_of[o];
+        let key = if !self.streams[s].is_comm() {
+            (Reverse(0), self.level[o], Reverse(o))
+        } else {
+            (Reverse(at), self.level[o], Reverse(o))
+        };
+        self.ready[s].push(key);
+    }
+
+    /// Bytes freed when `o` ends, if it started now.
+    fn frees(&self, o: usize) -> u64 {
+        let (alloc, keep, readers) = (&self.alloc, &self.keep, &self.readers);
         let own = if readers[o] == 0 && !keep[o] {
             alloc[o]
         } else {
             0
         };
-        own + graph
+        own + self
+            .graph
             .predecessors(OpId(o))
             .iter()
             .filter(|p| readers[p.0] == 1 && !keep[p.0])
             .map(|p| alloc[p.0])
             .sum::<u64>()
-    };
-    while placed < n {
-        for s in 0..streams.len() {
-            if free_at[s] > now {
-                continue;
-            }
-            let pick = if limit == u64::MAX {
-                ready[s].pop()
-            } else {
-                let idle = running.is_empty();
-                let mut seen = Vec::new();
-                let mut pick = None;
-                while let Some(k) = ready[s].pop() {
-                    if live.saturating_add(alloc[k.2 .0]) <= limit {
-                        pick = Some(k);
-                        break;
-                    }
-                    seen.push(k);
-                    if seen.len() >= LHS_LOOKAHEAD {
-                        break;
-                    }
-                }
-                if pick.is_none() {
-                    // Nothing fits: the op freeing the most more than it allocates, else
-                    // wait (or, when nothing runs, the best op anyway).
-                    let relief = seen
-                        .iter()
-                        .enumerate()
-                        .map(|(i, k)| (frees(k.2 .0, &readers) as i128 - alloc[k.2 .0] as i128, i))
-                        .max_by_key(|&(r, i)| (r, Reverse(i)));
-                    match relief {
-                        Some((r, i)) if r > 0 => pick = Some(seen.swap_remove(i)),
-                        Some(_) if idle && !seen.is_empty() => pick = Some(seen.swap_remove(0)),
-                        _ => {}
-                    }
-                }
-                ready[s].extend(seen);
-                pick
-            };
-            if let Some((_, _, Reverse(o))) = pick {
-                orders[s].push(OpId(o));
-                free_at[s] = now + durations[o];
-                running.push(Reverse((free_at[s], o)));
-                placed += 1;
-                live += alloc[o];
-            }
-        }
-        // Advance to the next completion and release its consumers.
-        let Some(Reverse((t, _))) = running.peek().copied() else {
-            break;
-        };
-        now = t;
-        while let Some(Reverse((t2, o))) = running.peek().copied() {
-            if t2 != now {
+    }
+
+    /// Stream `s`'s pick under the limit: its best ready op that fits (of the next
+    /// [`LHS_LOOKAHEAD`]), else the one freeing the most more than it allocates, else none
+    /// (or, when nothing runs, the best op anyway).
+    fn pick_within(&mut self, s: usize) -> Option<ReadyKey> {
+        let idle = self.running.is_empty();
+        let mut seen = Vec::new();
+        let mut pick = None;
+        while let Some(k) = self.ready[s].pop() {
+            if self.live.saturating_add(self.alloc[k.2 .0]) <= self.limit {
+                pick = Some(k);
                 break;
             }
-            running.pop();
-            if readers[o] == 0 && !keep[o] {
-                live -= alloc[o];
+            seen.push(k);
+            if seen.len() >= LHS_LOOKAHEAD {
+                break;
+            }
+        }
+        if pick.is_none() {
+            // Nothing fits: the op freeing the most more than it allocates, else
+            // wait (or, when nothing runs, the best op anyway).
+            let relief = seen
+                .iter()
+                .enumerate()
+                .map(|(i, k)| (self.frees(k.2 .0) as i128 - self.alloc[k.2 .0] as i128, i))
+                .max_by_key(|&(r, i)| (r, Reverse(i)));
+            match relief {
+                Some((r, i)) if r > 0 => pick = Some(seen.swap_remove(i)),
+                Some(_) if idle && !seen.is_empty() => pick = Some(seen.swap_remove(0)),
+                _ => {}
+            }
+        }
+        self.ready[s].extend(seen);
+        pick
+    }
+
+    /// Starts op `o` on stream `s` now.
+    fn start(&mut self, s: usize, o: usize) {
+        self.orders[s].push(OpId(o));
+        self.free_at[s] = self.now + self.durations[o];
+        self.running.push(Reverse((self.free_at[s], o)));
+        self.placed += 1;
+        self.live += self.alloc[o];
+    }
+
+    /// Advances to the next completion and releases its consumers and the bytes nothing reads
+    /// any more; `false` when nothing runs.
+    fn advance(&mut self) -> bool {
+        let Some(Reverse((t, _))) = self.running.peek().copied() else {
+            return false;
+        };
+        self.now = t;
+        let graph = self.graph;
+        while let Some(Reverse((t2, o))) = self.running.peek().copied() {
+            if t2 != self.now {
+                break;
+            }
+            self.running.pop();
+            if self.readers[o] == 0 && !self.keep[o] {
+                self.live -= self.alloc[o];
             }
             for p in graph.predecessors(OpId(o)) {
-                readers[p.0] -= 1;
-                if readers[p.0] == 0 && !keep[p.0] {
-                    live -= alloc[p.0];
+                self.readers[p.0] -= 1;
+                if self.readers[p.0] == 0 && !self.keep[p.0] {
+                    self.live -= self.alloc[p.0];
                 }
             }
             for s in graph.successors(OpId(o)) {
-                ready_at[s.0] = ready_at[s.0].max(now);
-                missing[s.0] -= 1;
-                if missing[s.0] == 0 {
-                    push(&mut ready, s.0, ready_at[s.0]);
+                self.ready_at[s.0] = self.ready_at[s.0].max(self.now);
+                self.missing[s.0] -= 1;
+                if self.missing[s.0] == 0 {
+                    self.push(s.0, self.ready_at[s.0]);
                 }
             }
         }
+        true
     }
-    StreamPlan::new(graph, streams.into_iter().zip(orders).collect())
 }
 
 /// Default bound on how far [`inductor`] moves an op, in program positions.

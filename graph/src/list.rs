@@ -389,48 +389,12 @@ pub fn portfolio(
         if i > 0 && stop() {
             break;
         }
-        // Under a budget, a forward schedule over it is run again with a soft limit at 0.9
-        // of the budget's room (XLA's retry), and the better of the two kept.
-        let forward = |prio: &[u64], fifo: bool| -> Result<Schedule, GraphError> {
-            let s = run(&net, durations, prio, Direction::Forward, fifo, slowed)?;
-            if net.limit == u64::MAX || !net.over(&s) {
-                return Ok(s);
-            }
-            net.soft.set(net.limit / 10 * 9);
-            let retry = run(&net, durations, prio, Direction::Forward, fifo, slowed);
-            net.soft.set(u64::MAX);
-            let retry = retry?;
-            Ok(if net.key(&retry) < net.key(&s) {
-                retry
-            } else {
-                s
-            })
-        };
         let s = match rule {
-            Rule::CriticalPath => forward(p.bottom(&net), false)?,
-            Rule::Program => {
-                // Over the budget even with the soft limit: ops may start only within a window
-                // of program positions past the earliest op not started (as Inductor's passes
-                // move ops a bounded distance), narrower each time.
-                let program: Vec<u64> = (0..net.len()).map(|v| (net.len() - v) as u64).collect();
-                let mut best = forward(&program, false)?;
-                for w in PROGRAM_WINDOWS {
-                    if !net.over(&best) {
-                        break;
-                    }
-                    net.window.set(w);
-                    let s = forward(&program, false);
-                    net.window.set(usize::MAX);
-                    let s = s?;
-                    if net.key(&s) < net.key(&best) {
-                        best = s;
-                    }
-                }
-                best
-            }
-            Rule::CommFifo => forward(p.bottom(&net), true)?,
-            Rule::EnergyTail => forward(p.energy(&net), false)?,
-            Rule::CommWeighted => forward(p.weighted(&net), false)?,
+            Rule::CriticalPath => forward(&net, durations, p.bottom(&net), false, slowed)?,
+            Rule::Program => program_windowed(&net, durations, slowed)?,
+            Rule::CommFifo => forward(&net, durations, p.bottom(&net), true, slowed)?,
+            Rule::EnergyTail => forward(&net, durations, p.energy(&net), false, slowed)?,
+            Rule::CommWeighted => forward(&net, durations, p.weighted(&net), false, slowed)?,
             Rule::Backward => {
                 let b = run(
                     &net,
@@ -447,32 +411,7 @@ pub fn portfolio(
                     slowed,
                 )?
             }
-            Rule::Justified => {
-                let mut starts: Vec<&Schedule> = found.iter().map(|(_, s)| s).collect();
-                starts.sort_by_key(|s| net.key(s));
-                let first;
-                if starts.is_empty() {
-                    first = forward(p.bottom(&net), false)?;
-                    starts.push(&first);
-                }
-                let floor = p.floor(&net);
-                let mut best: Option<Schedule> = None;
-                for (k, start) in starts.iter().enumerate() {
-                    // A plan at the floor is optimal: no other start can do better.
-                    let settled = |b: &Schedule| b.makespan <= floor && !net.over(b);
-                    if k > 0 && (stop() || best.as_ref().is_some_and(settled)) {
-                        break;
-                    }
-                    if starts[..k].iter().any(|s| s.orders == start.orders) {
-                        continue;
-                    }
-                    let j = improve(&net, durations, (*start).clone(), floor, slowed, stop)?;
-                    if best.as_ref().is_none_or(|b| net.key(&j) < net.key(b)) {
-                        best = Some(j);
-                    }
-                }
-                best.ok_or_else(|| invalid("list::portfolio: nothing to justify".into()))?
-            }
+            Rule::Justified => justified(&net, durations, &mut p, &found, slowed, stop)?,
             Rule::Sampled => {
                 let incumbent = found.iter().map(|(_, s)| net.key(s)).min();
                 let settled = incumbent.is_some_and(|(over, m)| !over && m <= p.floor(&net));
@@ -481,6 +420,98 @@ pub fn portfolio(
         };
         found.push((rule, s));
     }
+    candidates(graph, &net, &found, config)
+}
+
+/// A forward schedule by priority `prio`. Under a budget, one over it is run again with a soft
+/// limit at 0.9 of the budget's room (XLA's retry), and the better of the two kept.
+fn forward(
+    net: &Net,
+    durations: &[u64],
+    prio: &[u64],
+    fifo: bool,
+    slowed: u64,
+) -> Result<Schedule, GraphError> {
+    let s = run(net, durations, prio, Direction::Forward, fifo, slowed)?;
+    if net.limit == u64::MAX || !net.over(&s) {
+        return Ok(s);
+    }
+    net.soft.set(net.limit / 10 * 9);
+    let retry = run(net, durations, prio, Direction::Forward, fifo, slowed);
+    net.soft.set(u64::MAX);
+    let retry = retry?;
+    Ok(if net.key(&retry) < net.key(&s) {
+        retry
+    } else {
+        s
+    })
+}
+
+/// Program order. Over the budget even with the soft limit: ops may start only within a window
+/// of program positions past the earliest op not started (as Inductor's passes move ops a
+/// bounded distance), narrower each time.
+fn program_windowed(net: &Net, durations: &[u64], slowed: u64) -> Result<Schedule, GraphError> {
+    let program: Vec<u64> = (0..net.len()).map(|v| (net.len() - v) as u64).collect();
+    let mut best = forward(net, durations, &program, false, slowed)?;
+    for w in PROGRAM_WINDOWS {
+        if !net.over(&best) {
+            break;
+        }
+        net.window.set(w);
+        let s = forward(net, durations, &program, false, slowed);
+        net.window.set(usize::MAX);
+        let s = s?;
+        if net.key(&s) < net.key(&best) {
+            best = s;
+        }
+    }
+    Ok(best)
+}
+
+/// Justification of the schedules `found` so far, best first (of a critical-path schedule when
+/// there are none); the best result.
+fn justified(
+    net: &Net,
+    durations: &[u64],
+    p: &mut Priorities<'_>,
+    found: &[(Rule, Schedule)],
+    slowed: u64,
+    stop: &dyn Fn() -> bool,
+) -> Result<Schedule, GraphError> {
+    let mut starts: Vec<&Schedule> = found.iter().map(|(_, s)| s).collect();
+    starts.sort_by_key(|s| net.key(s));
+    let first;
+    if starts.is_empty() {
+        first = forward(net, durations, p.bottom(net), false, slowed)?;
+        starts.push(&first);
+    }
+    let floor = p.floor(net);
+    let mut best: Option<Schedule> = None;
+    for (k, start) in starts.iter().enumerate() {
+        // A plan at the floor is optimal: no other start can do better.
+        let settled = |b: &Schedule| b.makespan <= floor && !net.over(b);
+        if k > 0 && (stop() || best.as_ref().is_some_and(settled)) {
+            break;
+        }
+        if starts[..k].iter().any(|s| s.orders == start.orders) {
+            continue;
+        }
+        let j = improve(net, durations, (*start).clone(), floor, slowed, stop)?;
+        if best.as_ref().is_none_or(|b| net.key(&j) < net.key(b)) {
+            best = Some(j);
+        }
+    }
+    best.ok_or_else(|| invalid("list::portfolio: nothing to justify".into()))
+}
+
+/// One candidate per schedule `found`, best first: in the budget before over it, then by
+/// makespan (ties in the order found).
+fn candidates(
+    graph: &Graph,
+    net: &Net,
+    found: &[(Rule, Schedule)],
+    config: &ListConfig,
+) -> Result<Vec<Candidate>, GraphError> {
     let mut out: Vec<Candidate> = Vec::with_capacity(found.len());
     for (i, (rule, s)) in found.iter().enumerate() {
         // Rules often agree: build each distinct plan once.

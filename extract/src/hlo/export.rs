@@ -108,9 +108,7 @@ mod write;
 
 use expand::Expander;
 use verbatim::{role, set_is_sync, sync_starts, AsyncRole, EntryText};
-use write::{
-    write_computation, write_computation_head, write_computation_tail, write_header, write_inst,
-};
+use write::{module_text, write_inst};
 
 /// Why a plan could not be written back as HLO. Every message names the op, instruction or
 /// graph at fault.
@@ -331,86 +329,9 @@ fn export_with(
     let before = wait_dones(module, graph, plan, &x);
     let sequence = x.sequence(&order, &before)?;
     let source = source.and_then(|t| EntryText::new(t, module));
-    let mut text = String::new();
-    let mut verbatim_instructions = 0;
-    let mut lines = Vec::with_capacity(sequence.len());
-    for &k in &sequence {
-        let inst = &x.insts[k];
-        match source
-            .as_ref()
-            .filter(|_| unchanged(module, inst))
-            .and_then(|s| s.line(&inst.name))
-        {
-            Some(line) => {
-                verbatim_instructions += 1;
-                lines.push(line);
-            }
-            None => {
-                let mut line = String::new();
-                write_inst(&mut line, inst, &x.shapes);
-                lines.push(line);
-            }
-        }
-    }
-    // `is_sync` as XLA's sync conversion would set it on this sequence.
-    let roles: Vec<AsyncRole> = sequence
-        .iter()
-        .map(|&k| inst_role(module, &x.insts[k]))
-        .collect();
-    let sync: std::collections::BTreeSet<&str> =
-        sync_starts(sequence.iter().zip(&roles).map(|(&k, &r)| {
-            let i = &x.insts[k];
-            (i.name.as_str(), r, i.operands.first().map(String::as_str))
-        }))
-        .into_iter()
-        .collect();
-    let mut is_sync_changed = Vec::new();
-    for ((&k, role), line) in sequence.iter().zip(&roles).zip(&mut lines) {
-        let name = x.insts[k].name.as_str();
-        if *role == AsyncRole::Start {
-            if let Some(patched) = set_is_sync(line, sync.contains(name)) {
-                *line = patched;
-                is_sync_changed.push(name.to_string());
-            }
-        }
-    }
-    match &source {
-        Some(s) => {
-            let (before, head) = s.before();
-            text.push_str(&scheduled_header(before, module));
-            for c in &x.clones.written {
-                write_computation(&mut text, c);
-            }
-            text.push_str(head);
-            for l in &lines {
-                text.push_str(l);
-            }
-            text.push_str(s.after());
-        }
-        None => {
-            write_header(&mut text, module);
-            // The stack-frame tables go before the computations, where XLA prints (and its
-            // parser expects) them.
-            for t in &module.tables {
-                text.push_str(t);
-                text.push_str("\n\n");
-            }
-            for c in &module.computations {
-                if c.is_entry {
-                    for c in &x.clones.written {
-                        write_computation(&mut text, c);
-                    }
-                    write_computation_head(&mut text, c);
-                    for l in &lines {
-                        text.push_str(l);
-                    }
-                    write_computation_tail(&mut text, c);
-                } else {
-                    write_computation(&mut text, c);
-                }
-            }
-        }
-    }
+    let (mut lines, verbatim_instructions) = entry_lines(module, source.as_ref(), &x, &sequence);
+    let (sync, is_sync_changed) = patch_is_sync(module, &x, &sequence, &mut lines);
+    let text = module_text(module, source.as_ref(), &x.clones.written, &lines);
     let async_pairs = x
         .insts
         .iter()
@@ -430,6 +351,68 @@ fn export_with(
         is_sync_changed,
         cloned_computations: x.clones.written.len(),
     })
+}
+
+/// The entry's lines in `sequence` order: each unchanged instruction copied from the source
+/// when there is one, the others written; and how many were copied.
+fn entry_lines(
+    module: &Module,
+    source: Option<&EntryText<'_>>,
+    x: &Expander<'_>,
+    sequence: &[usize],
+) -> (Vec<String>, usize) {
+    let mut verbatim_instructions = 0;
+    let mut lines = Vec::with_capacity(sequence.len());
+    for &k in sequence {
+        let inst = &x.insts[k];
+        match source
+            .filter(|_| unchanged(module, inst))
+            .and_then(|s| s.line(&inst.name))
+        {
+            Some(line) => {
+                verbatim_instructions += 1;
+                lines.push(line);
+            }
+            None => {
+                let mut line = String::new();
+                write_inst(&mut line, inst, &x.shapes);
+                lines.push(line);
+            }
+        }
+    }
+    (lines, verbatim_instructions)
+}
+
+/// Sets `is_sync` on the async starts of the entry's `lines` as XLA's sync conversion would on
+/// this sequence; returns the sync starts and the starts whose line changed.
+fn patch_is_sync<'x>(
+    module: &Module,
+    x: &'x Expander<'_>,
+    sequence: &[usize],
+    lines: &mut [String],
+) -> (std::collections::BTreeSet<&'x str>, Vec<String>) {
+    let roles: Vec<AsyncRole> = sequence
+        .iter()
+        .map(|&k| inst_role(module, &x.insts[k]))
+        .collect();
+    let sync: std::collections::BTreeSet<&str> =
+        sync_starts(sequence.iter().zip(&roles).map(|(&k, &r)| {
+            let i = &x.insts[k];
+            (i.name.as_str(), r, i.operands.first().map(String::as_str))
+        }))
+        .into_iter()
+        .collect();
+    let mut is_sync_changed = Vec::new();
+    for ((&k, role), line) in sequence.iter().zip(&roles).zip(lines) {
+        let name = x.insts[k].name.as_str();
+        if *role == AsyncRole::Start {
+            if let Some(patched) = set_is_sync(line, sync.contains(name)) {
+                *line = patched;
+                is_sync_changed.push(name.to_string());
+            }
+        }
+    }
+    (sync, is_sync_changed)
 }
 
 /// For each written instruction, the dones it must follow beyond its operands: a compute op

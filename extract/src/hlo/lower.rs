@@ -476,127 +476,9 @@ impl<'m> Lowerer<'m> {
         let mut values: BTreeMap<&str, Value> = BTreeMap::new();
         let mut shapes: BTreeMap<&str, &Shape> = BTreeMap::new();
         for i in &comp.instructions {
-            // Every op the operands depend on, all elements: what an op of `i` reads.
-            let mut deps: Deps = Vec::new();
-            let mut operands: Vec<&Value> = Vec::with_capacity(i.operands.len());
-            for o in &i.operands {
-                let v = values.get(o.as_str()).ok_or_else(|| {
-                    self.error(i, format!("operand `%{o}` is not defined before it"))
-                })?;
-                v.deps.ops(&mut deps);
-                operands.push(v);
-            }
-            deps.sort_unstable();
-            deps.dedup();
+            let (operands, deps) = self.operands(i, &values)?;
             shapes.insert(&i.name, &i.shape);
-            let op = i.opcode.as_str();
-            // Whose outputs a free instruction's value is (see the module docs).
-            let first = || operands.first().map(|v| v.held.clone()).unwrap_or_default();
-            let value = if op == "parameter" {
-                let k: usize = i
-                    .literal
-                    .as_deref()
-                    .and_then(|s| s.trim().parse().ok())
-                    .ok_or_else(|| self.error(i, "a parameter needs its number"))?;
-                params
-                    .get(k)
-                    .or(params.first())
-                    .cloned()
-                    .unwrap_or_default()
-            } else if op == "tuple" {
-                // Element by element: a get-tuple-element picks one element's dependencies.
-                Value {
-                    deps: Held::Tuple(operands.iter().map(|v| v.deps.clone()).collect()),
-                    held: Held::Tuple(operands.iter().map(|v| v.held.clone()).collect()),
-                }
-            } else if op == "get-tuple-element" {
-                let index = i
-                    .attribute("index")
-                    .and_then(|a| a.integer().ok())
-                    .and_then(|k| usize::try_from(k).ok());
-                let held = operands
-                    .first()
-                    .map(|v| v.held.element(index))
-                    .unwrap_or_default();
-                // Only the element's dependencies, unless the instruction orders itself after
-                // others (`control-predecessors`): then all of the tuple's, as the exporter
-                // writes it reading the whole tuple.
-                let exact = operands.len() == 1 && i.attribute("control-predecessors").is_none();
-                let deps = match operands.first() {
-                    Some(v) if exact => v.deps.element(index),
-                    _ => Held::Ops(deps),
-                };
-                Value { deps, held }
-            } else if FORWARDING.contains(&op) || op.ends_with("-done") || op.ends_with("-update") {
-                if op.ends_with("-done") {
-                    // Where the pair ends in the sequence: the compute stream waits for the
-                    // collective here (see [`SeqEvent`]).
-                    if let Some(Held::Ops(v)) = operands.first().map(|v| &v.held) {
-                        if let [c] = v[..] {
-                            if self.ops[c.0].0.is_collective() {
-                                self.events.push(SeqEvent::Done(c));
-                            }
-                        }
-                    }
-                }
-                // Whose outputs: element by element. Dependencies: all of the operands' (an
-                // `opt-barrier` orders all its results after all its operands; the exporter
-                // writes these instructions reading their whole operands).
-                Value {
-                    deps: Held::Ops(deps),
-                    held: first(),
-                }
-            } else if FREE.contains(&op) {
-                // A constant, a token, an id: no op's output.
-                Value::opaque(&deps)
-            } else if let Some((ci, kind)) = self.collective_of(i)? {
-                match self.collective(ci, kind, &deps, &format!("{prefix}{}", i.name))? {
-                    Some(id) => Value::op(id),
-                    // A group of one moves nothing: the value is the operand's.
-                    None => Value {
-                        deps: Held::Ops(deps),
-                        held: match &operands[..] {
-                            [v] => v.held.clone(),
-                            _ => Held::Tuple(operands.iter().map(|v| v.held.clone()).collect())
-                                .flattened(),
-                        },
-                    },
-                }
-            } else if op == "while" {
-                // The state element by element: the body's get-tuple-elements pick one
-                // element's dependencies, and so do the users of the loop's result.
-                let init = match &operands[..] {
-                    [v] => (*v).clone(),
-                    _ => Value {
-                        deps: Held::Ops(deps),
-                        held: first(),
-                    },
-                };
-                self.while_loop(i, init, prefix)?
-            } else if op == "call" {
-                // Inlined, as XLA's CallInliner does before scheduling: the callee's ops are
-                // ops of the step (a `shard_map` body holds the collectives of a whole step).
-                let callee = self.called(i, "to_apply")?;
-                let params: Vec<Value> = operands.iter().map(|&v| v.clone()).collect();
-                if self.depth >= 64 {
-                    return Err(self.error(i, "calls and loops nest more than 64 deep"));
-                }
-                self.depth += 1;
-                let inlined = self.computation(callee, &params, &format!("{prefix}{}.in.", i.name));
-                self.depth -= 1;
-                inlined?
-            } else {
-                let (class, flops, bytes, gemm) = self.cost(i, &shapes)?;
-                let mut o = Op::compute(format!("{prefix}{}", i.name), class, flops, bytes);
-                if let concerto_graph::OpKind::Compute { gemm: g, .. } = &mut o.kind {
-                    *g = gemm;
-                }
-                if matches!(class, ComputeClass::Gemm | ComputeClass::Attention) {
-                    o.operand_dtype = self.operand_dtype(i, &shapes, 0);
-                }
-                o.outputs.extend(output_tensor(i));
-                Value::op(self.add(o, &deps))
-            };
+            let value = self.value(i, &operands, deps, params, prefix, &shapes)?;
             values.insert(&i.name, value);
         }
         let root = comp
@@ -607,6 +489,158 @@ impl<'m> Lowerer<'m> {
         Ok(root)
     }
 
+    /// The values of `i`'s operands, and every op they depend on, all elements (what an op of
+    /// `i` reads), sorted.
+    fn operands<'v>(
+        &self,
+        i: &Instruction,
+        values: &'v BTreeMap<&str, Value>,
+    ) -> Result<(Vec<&'v Value>, Deps), HloError> {
+        let mut deps: Deps = Vec::new();
+        let mut operands: Vec<&Value> = Vec::with_capacity(i.operands.len());
+        for o in &i.operands {
+            let v = values
+                .get(o.as_str())
+                .ok_or_else(|| self.error(i, format!("operand `%{o}` is not defined before it")))?;
+            v.deps.ops(&mut deps);
+            operands.push(v);
+        }
+        deps.sort_unstable();
+        deps.dedup();
+        Ok((operands, deps))
+    }
+
+    /// The value of instruction `i`, whose operands' values are `operands` and which depends on
+    /// the ops `deps`: a free instruction's says whose outputs it forwards (see the module
+    /// docs), a collective's or a compute instruction's is a new op, a loop's or a call's what
+    /// its body computes.
+    fn value(
+        &mut self,
+        i: &'m Instruction,
+        operands: &[&Value],
+        deps: Deps,
+        params: &[Value],
+        prefix: &str,
+        shapes: &BTreeMap<&str, &Shape>,
+    ) -> Result<Value, HloError> {
+        let op = i.opcode.as_str();
+        // Whose outputs a free instruction's value is (see the module docs).
+        let first = || operands.first().map(|v| v.held.clone()).unwrap_or_default();
+        Ok(if op == "parameter" {
+            let k: usize = i
+                .literal
+                .as_deref()
+                .and_then(|s| s.trim().parse().ok())
+                .ok_or_else(|| self.error(i, "a parameter needs its number"))?;
+            params
+                .get(k)
+                .or(params.first())
+                .cloned()
+                .unwrap_or_default()
+        } else if op == "tuple" {
+            // Element by element: a get-tuple-element picks one element's dependencies.
+            Value {
+                deps: Held::Tuple(operands.iter().map(|v| v.deps.clone()).collect()),
+                held: Held::Tuple(operands.iter().map(|v| v.held.clone()).collect()),
+            }
+        } else if op == "get-tuple-element" {
+            tuple_element(i, operands, deps)
+        } else if FORWARDING.contains(&op) || op.ends_with("-done") || op.ends_with("-update") {
+            if op.ends_with("-done") {
+                self.pair_done(operands);
+            }
+            // Whose outputs: element by element. Dependencies: all of the operands' (an
+            // `opt-barrier` orders all its results after all its operands; the exporter
+            // writes these instructions reading their whole operands).
+            Value {
+                deps: Held::Ops(deps),
+                held: first(),
+            }
+        } else if FREE.contains(&op) {
+            // A constant, a token, an id: no op's output.
+            Value::opaque(&deps)
+        } else if let Some((ci, kind)) = self.collective_of(i)? {
+            match self.collective(ci, kind, &deps, &format!("{prefix}{}", i.name))? {
+                Some(id) => Value::op(id),
+                // A group of one moves nothing: the value is the operand's.
+                None => Value {
+                    deps: Held::Ops(deps),
+                    held: match operands {
+                        [v] => v.held.clone(),
+                        _ => Held::Tuple(operands.iter().map(|v| v.held.clone()).collect())
+                            .flattened(),
+                    },
+                },
+            }
+        } else if op == "while" {
+            // The state element by element: the body's get-tuple-elements pick one
+            // element's dependencies, and so do the users of the loop's result.
+            let init = match operands {
+                [v] => (*v).clone(),
+                _ => Value {
+                    deps: Held::Ops(deps),
+                    held: first(),
+                },
+            };
+            self.while_loop(i, init, prefix)?
+        } else if op == "call" {
+            self.inline_call(i, operands, prefix)?
+        } else {
+            self.compute(i, &deps, prefix, shapes)?
+        })
+    }
+
+    /// Where an async pair ends in the sequence: the compute stream waits for the collective
+    /// here (see [`SeqEvent`]).
+    fn pair_done(&mut self, operands: &[&Value]) {
+        if let Some(Held::Ops(v)) = operands.first().map(|v| &v.held) {
+            if let [c] = v[..] {
+                if self.ops[c.0].0.is_collective() {
+                    self.events.push(SeqEvent::Done(c));
+                }
+            }
+        }
+    }
+
+    /// Inlines a `call`, as XLA's CallInliner does before scheduling: the callee's ops are ops
+    /// of the step (a `shard_map` body holds the collectives of a whole step).
+    fn inline_call(
+        &mut self,
+        i: &Instruction,
+        operands: &[&Value],
+        prefix: &str,
+    ) -> Result<Value, HloError> {
+        let callee = self.called(i, "to_apply")?;
+        let params: Vec<Value> = operands.iter().map(|&v| v.clone()).collect();
+        if self.depth >= 64 {
+            return Err(self.error(i, "calls and loops nest more than 64 deep"));
+        }
+        self.depth += 1;
+        let inlined = self.computation(callee, &params, &format!("{prefix}{}.in.", i.name));
+        self.depth -= 1;
+        inlined
+    }
+
+    /// A compute op for `i`, with its cost, GEMM shape and operand type, reading `deps`.
+    fn compute(
+        &mut self,
+        i: &Instruction,
+        deps: &[OpId],
+        prefix: &str,
+        shapes: &BTreeMap<&str, &Shape>,
+    ) -> Result<Value, HloError> {
+        let (class, flops, bytes, gemm) = self.cost(i, shapes)?;
+        let mut o = Op::compute(format!("{prefix}{}", i.name), class, flops, bytes);
+        if let concerto_graph::OpKind::Compute { gemm: g, .. } = &mut o.kind {
+            *g = gemm;
+        }
+        if matches!(class, ComputeClass::Gemm | ComputeClass::Attention) {
+            o.operand_dtype = self.operand_dtype(i, shapes, 0);
+        }
+        o.outputs.extend(output_tensor(i));
+        Ok(Value::op(self.add(o, deps)))
+    }
+
     /// Adds `op` reading `deps` (added to the graph at the end of [`lower`]); returns its id.
     fn add(&mut self, op: Op, deps: &[OpId]) -> OpId {
         self.added += 1;
@@ -615,4 +649,25 @@ impl<'m> Lowerer<'m> {
         self.events.push(SeqEvent::Launch(id));
         id
     }
+}
+
+/// The value of a `get-tuple-element` reading `operands`: whose outputs its element is, and
+/// only the element's dependencies, unless the instruction orders itself after others
+/// (`control-predecessors`): then all of the tuple's, `deps`, as the exporter writes it
+/// reading the whole tuple.
+fn tuple_element(i: &Instruction, operands: &[&Value], deps: Deps) -> Value {
+    let index = i
+        .attribute("index")
+        .and_then(|a| a.integer().ok())
+        .and_then(|k| usize::try_from(k).ok());
+    let held = operands
+        .first()
+        .map(|v| v.held.element(index))
+        .unwrap_or_default();
+    let exact = operands.len() == 1 && i.attribute("control-predecessors").is_none();
+    let deps = match operands.first() {
+        Some(v) if exact => v.deps.element(index),
+        _ => Held::Ops(deps),
+    };
+    Value { deps, held }
 }

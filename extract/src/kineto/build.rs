@@ -7,14 +7,13 @@ use concerto_graph::{ComputeClass, DType, GemmShape, Graph, GraphBuilder, LinkCl
 
 use super::classify::{collective_of, compute_class, dtype_of, short_name};
 use super::events::{Call, GpuCategory, GpuOp, Ns, Span, Trace};
-use super::{StepSummary, StreamMap, TraceError, TraceOptions, TraceReport, WaitCounts};
+use super::{StepSummary, StreamMap, TraceError, TraceOptions, TraceReport};
+use waits::dependencies;
+
+mod waits;
 
 /// Launch-bound ops (started this long after they were ready) measure the launch latency.
 const LAUNCH_BOUND_NS: Ns = 1_000;
-
-/// A consumer that starts this long after everything its inferred producer, its stream and its
-/// launch explain is taken to wait for another stream (see `infer_waits`).
-const UNEXPLAINED_NS: Ns = 50_000;
 
 /// The quantile of launch-bound ops' latencies taken as the launch latency.
 const LATENCY_QUANTILE: f64 = 0.10;
@@ -86,7 +85,69 @@ pub(super) fn build(
         .filter(|g| !launch.contains_key(&g.correlation))
         .count();
     let steps = steps(trace, &launch);
-    let summaries: Vec<StepSummary> = steps
+    let summaries = summarise(&steps);
+    let chosen = choose_step(options, &steps, &summaries, unlaunched)?;
+    let mut ops: Vec<&GpuOp> = steps.ops[chosen].clone();
+    if ops.is_empty() {
+        return Err(TraceError::NoGpuEvents {
+            reason: format!("{} launched no GPU op", steps.names[chosen]),
+        });
+    }
+    ops.sort_by_key(|g| (g.start, g.start + g.dur, g.correlation));
+    let mut warnings = Vec::new();
+    if unlaunched > 0 {
+        warnings.push(format!(
+            "{unlaunched} GPU ops of the trace have no launch call (no matching correlation) and \
+             are left out"
+        ));
+    }
+    let origin = ops[0].start;
+    let lts = submit_times(&ops, &launch, &trace.calls);
+    let lanes = lanes(&ops, &mut warnings);
+    let world = trace.world_size.unwrap_or(0);
+    let link = if world > i64::from(options.gpus_per_node) {
+        LinkClass::InterNode
+    } else {
+        LinkClass::IntraNode
+    };
+    let (preds, counts) = dependencies(trace, &ops, &lts, &lanes, &mut warnings);
+    let latency = launch_latency(&ops, &lts, &preds, &lanes.by_stream);
+    let release = release_times(options, &lts, latency, origin);
+    check_total(&ops, &release, &steps.names[chosen])?;
+    let step = StepOps {
+        ops,
+        lts,
+        origin,
+        lanes,
+        preds,
+        release,
+        link,
+    };
+    let StepGraph {
+        graph,
+        measured,
+        signature,
+    } = graph_of(&step, trace, &launch, &steps.names[chosen], &mut warnings)?;
+    let report = TraceReport {
+        step: steps.names[chosen].clone(),
+        steps: summaries,
+        measured_step_ns: span_of(&step.ops),
+        launch_latency_ns: latency.max(0) as u64,
+        waits: counts,
+        streams: stream_maps(&step),
+        device: trace.device.clone(),
+        rank: trace.rank,
+        world_size: trace.world_size,
+        measured,
+        signature,
+        warnings,
+    };
+    Ok((graph, report))
+}
+
+/// Each step's name, op count and measured span.
+fn summarise(steps: &Steps<'_>) -> Vec<StepSummary> {
+    steps
         .names
         .iter()
         .zip(&steps.ops)
@@ -95,8 +156,17 @@ pub(super) fn build(
             ops: ops.len(),
             measured_ns: span_of(ops),
         })
-        .collect();
-    let chosen = match options.step {
+        .collect()
+}
+
+/// The step asked for, else the median step (by measured span) among those that launched GPU ops.
+fn choose_step(
+    options: &TraceOptions,
+    steps: &Steps<'_>,
+    summaries: &[StepSummary],
+    unlaunched: usize,
+) -> Result<usize, TraceError> {
+    Ok(match options.step {
         Some(n) => {
             let want = format!("ProfilerStep#{n}");
             steps
@@ -124,36 +194,38 @@ pub(super) fn build(
                     ),
                 })?
         }
-    };
-    let mut ops: Vec<&GpuOp> = steps.ops[chosen].clone();
-    if ops.is_empty() {
-        return Err(TraceError::NoGpuEvents {
-            reason: format!("{} launched no GPU op", steps.names[chosen]),
-        });
-    }
-    ops.sort_by_key(|g| (g.start, g.start + g.dur, g.correlation));
-    let mut warnings = Vec::new();
-    if unlaunched > 0 {
-        warnings.push(format!(
-            "{unlaunched} GPU ops of the trace have no launch call (no matching correlation) and \
-             are left out"
-        ));
-    }
-    let origin = ops[0].start;
-    let n = ops.len();
-    // When the CPU submitted each op: a call that ran far longer than its kind usually does
-    // (lazy module loading inside a launch, a copy to pageable memory that waits for the
-    // device) submits near its end, as long before its end as such a call usually lasts.
-    let typical = typical_durations(&trace.calls);
-    let lts: Vec<Ns> = ops
-        .iter()
+    })
+}
+
+/// When the CPU submitted each op.
+///
+/// A call that ran far longer than its kind usually does (lazy module loading inside a launch,
+/// a copy to pageable memory that waits for the device) submits near its end, as long before
+/// its end as such a call usually lasts.
+fn submit_times(ops: &[&GpuOp], launch: &BTreeMap<i64, &Call>, calls: &[Call]) -> Vec<Ns> {
+    let typical = typical_durations(calls);
+    ops.iter()
         .map(|g| {
             let c = launch[&g.correlation];
             c.ts.max(c.ts + c.dur - typical.get(c.name.as_str()).copied().unwrap_or(c.dur))
         })
-        .collect();
+        .collect()
+}
 
-    // Streams: NCCL-only streams are channels, the others compute lanes; lane 0 the busiest.
+/// The CUDA streams of a step: NCCL-only streams are channels, the others compute lanes.
+struct Lanes {
+    /// Each CUDA stream's ops (indices into the step's ops), in start order.
+    by_stream: BTreeMap<i64, Vec<usize>>,
+    /// The compute streams as (busy ns, CUDA stream), busiest first.
+    compute: Vec<(u64, i64)>,
+    /// The channels as (busy ns, CUDA stream), busiest first.
+    comm: Vec<(u64, i64)>,
+    /// Each CUDA stream's (is a channel, lane).
+    lane_of: BTreeMap<i64, (bool, u16)>,
+}
+
+/// Sorts the step's streams into compute lanes and channels, lane 0 the busiest of each.
+fn lanes(ops: &[&GpuOp], warnings: &mut Vec<String>) -> Lanes {
     let mut by_stream: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
     for (i, g) in ops.iter().enumerate() {
         by_stream.entry(g.stream).or_default().push(i);
@@ -161,12 +233,6 @@ pub(super) fn build(
     let busy = |v: &[usize]| {
         v.iter()
             .fold(0u64, |a, &i| a.saturating_add(ops[i].dur.max(0) as u64))
-    };
-    let world = trace.world_size.unwrap_or(0);
-    let link = if world > i64::from(options.gpus_per_node) {
-        LinkClass::InterNode
-    } else {
-        LinkClass::IntraNode
     };
     let mut compute_streams: Vec<(u64, i64)> = Vec::new();
     let mut comm_streams: Vec<(u64, i64)> = Vec::new();
@@ -198,97 +264,22 @@ pub(super) fn build(
                 .map(|(k, &(_, s))| (s, (true, k as u16))),
         )
         .collect();
-
-    // Dependencies: FIFO on compute streams, then the cross-stream waits.
-    let mut preds: Vec<BTreeSet<usize>> = vec![BTreeSet::new(); n];
-    for v in by_stream.values() {
-        if lane_of[&ops[v[0]].stream].0 {
-            continue;
-        }
-        for w in v.windows(2) {
-            preds[w[1]].insert(w[0]);
-        }
+    Lanes {
+        by_stream,
+        compute: compute_streams,
+        comm: comm_streams,
+        lane_of,
     }
-    let mut counts = WaitCounts::default();
+}
+
+/// The launch latency: a low quantile over launch-bound ops.
+fn launch_latency(
+    ops: &[&GpuOp],
+    lts: &[Ns],
+    preds: &[BTreeSet<usize>],
+    by_stream: &BTreeMap<i64, Vec<usize>>,
+) -> Ns {
     let end = |i: usize| ops[i].start + ops[i].dur;
-    // Position in its CUDA stream, and the stream's ops in launch (= start) order.
-    let mut at = vec![0usize; n];
-    for v in by_stream.values() {
-        for (k, &i) in v.iter().enumerate() {
-            at[i] = k;
-        }
-    }
-    // A wait of consumer `c` on producer `p`: on a channel (no FIFO dependencies), every op of
-    // the producer's stream up to `p` not yet covered by an earlier wait of `c`'s stream.
-    let mut covered: BTreeMap<(i64, i64), usize> = BTreeMap::new();
-    let mut add_wait = |preds: &mut Vec<BTreeSet<usize>>, p: usize, c: usize| {
-        let (ps, cs) = (ops[p].stream, ops[c].stream);
-        if lane_of[&ps].0 {
-            let v = &by_stream[&ps];
-            let from = covered.get(&(cs, ps)).map_or(0, |&k| k + 1);
-            for &q in v.iter().take(at[p] + 1).skip(from) {
-                if end(q) <= ops[c].start {
-                    preds[c].insert(q);
-                }
-            }
-            let k = covered.entry((cs, ps)).or_insert(0);
-            *k = (*k).max(at[p]);
-        } else {
-            preds[c].insert(p);
-        }
-    };
-    let index_of: BTreeMap<i64, usize> = ops
-        .iter()
-        .enumerate()
-        .map(|(i, g)| (g.correlation, i))
-        .collect();
-    if !trace.waits.is_empty() {
-        // Exact: the trace says which stream waited for which stream's event.
-        let call_ts: BTreeMap<i64, Ns> =
-            trace.calls.iter().map(|c| (c.correlation, c.ts)).collect();
-        let mut order: Vec<usize> = (0..n).collect();
-        order.sort_by_key(|&i| (lts[i], ops[i].correlation));
-        for w in &trace.waits {
-            let (Some(&rec), Some(&wts)) = (call_ts.get(&w.record), call_ts.get(&w.correlation))
-            else {
-                counts.outside += 1;
-                continue;
-            };
-            let producer = order
-                .iter()
-                .rev()
-                .find(|&&i| ops[i].stream == w.wait_on_stream && lts[i] <= rec)
-                .copied();
-            let consumer = order
-                .iter()
-                .find(|&&i| ops[i].stream == w.stream && lts[i] >= wts)
-                .copied();
-            match (producer, consumer) {
-                (Some(p), Some(c)) if end(p) <= ops[c].start => {
-                    add_wait(&mut preds, p, c);
-                    counts.exact += 1;
-                }
-                (Some(p), Some(c)) => {
-                    counts.dropped += 1;
-                    warnings.push(format!(
-                        "event {}: `{}` waits for `{}`, which ended {} ns after it started; \
-                         the wait is left out",
-                        w.index,
-                        short_name(&ops[c].name),
-                        short_name(&ops[p].name),
-                        end(p) - ops[c].start
-                    ));
-                }
-                _ => counts.outside += 1,
-            }
-        }
-    } else {
-        infer_waits(trace, &ops, &lts, &index_of, &mut counts, &mut |p, c| {
-            add_wait(&mut preds, p, c)
-        });
-    }
-
-    // Launch latency: a low quantile over launch-bound ops.
     let mut latencies: Vec<Ns> = Vec::new();
     for v in by_stream.values() {
         for (k, &i) in v.iter().enumerate() {
@@ -304,14 +295,17 @@ pub(super) fn build(
         }
     }
     latencies.sort_unstable();
-    let latency = if latencies.is_empty() {
+    if latencies.is_empty() {
         0
     } else {
         latencies[((latencies.len() - 1) as f64 * LATENCY_QUANTILE) as usize]
-    };
+    }
+}
 
-    // Release times, and the bound that keeps the replay's clock inside u64.
-    let release: Vec<u64> = (0..n)
+/// Each op's release time: its submission plus the launch latency, from the step's start (0
+/// when launch times are off).
+fn release_times(options: &TraceOptions, lts: &[Ns], latency: Ns, origin: Ns) -> Vec<u64> {
+    (0..lts.len())
         .map(|i| {
             if options.launch_times {
                 (lts[i] + latency - origin).max(0) as u64
@@ -319,7 +313,12 @@ pub(super) fn build(
                 0
             }
         })
-        .collect();
+        .collect()
+}
+
+/// Refuses a step whose durations and latest release exceed [`MAX_STEP_NS`], the bound that
+/// keeps the replay's clock inside `u64`.
+fn check_total(ops: &[&GpuOp], release: &[u64], step: &str) -> Result<(), TraceError> {
     let total = ops
         .iter()
         .fold(0u64, |a, g| a.saturating_add(g.dur.max(0) as u64))
@@ -329,17 +328,67 @@ pub(super) fn build(
             reason: format!(
                 "step `{}` adds up to {total} ns (its GPU ops' durations and its latest \
                  launch), beyond 2^53 ns (104 days): no profiled step lasts that long",
-                steps.names[chosen]
+                step
             ),
         });
     }
+    Ok(())
+}
 
-    // The graph, in measured start order (every dependency points forward in it).
+/// The chosen step's ops in measured start order, with what its graph is built from.
+struct StepOps<'t> {
+    /// The ops, in measured start order.
+    ops: Vec<&'t GpuOp>,
+    /// When the CPU submitted each op.
+    lts: Vec<Ns>,
+    /// The first op's start: time 0 of the step.
+    origin: Ns,
+    /// The step's streams.
+    lanes: Lanes,
+    /// Each op's predecessors.
+    preds: Vec<BTreeSet<usize>>,
+    /// Each op's release time.
+    release: Vec<u64>,
+    /// The link class of the step's collectives.
+    link: LinkClass,
+}
+
+/// A step's graph, with each op's measured (start, end) and kernel signature.
+struct StepGraph {
+    /// The graph, in measured start order.
+    graph: Graph,
+    /// Each op's measured (start, end) from the step's start.
+    measured: Vec<(u64, u64)>,
+    /// Each op's kernel signature.
+    signature: Vec<String>,
+}
+
+/// The step's graph in measured start order (every dependency points forward in it), with each
+/// op's measured (start, end) and kernel signature.
+fn graph_of(
+    step: &StepOps<'_>,
+    trace: &Trace,
+    launch: &BTreeMap<i64, &Call>,
+    step_name: &str,
+    warnings: &mut Vec<String>,
+) -> Result<StepGraph, TraceError> {
+    let StepOps {
+        ops,
+        lts,
+        origin,
+        lanes,
+        preds,
+        release,
+        link,
+    } = step;
+    let (origin, link) = (*origin, *link);
+    let n = ops.len();
+    let end = |i: usize| ops[i].start + ops[i].dur;
     let shapes = ShapeIndex::new(&trace.shaped);
     let base = if trace.steps.is_empty() {
         "trace".to_string()
     } else {
-        steps.names[chosen].replace('#', "")
+        step_name.replace('#', "")
     };
     let mut b = GraphBuilder::new(match trace.rank {
         Some(r) => format!("{base}.rank{r}"),
@@ -350,7 +399,7 @@ pub(super) fn build(
         .filter(|&w| w >= 2)
         .and_then(|w| u32::try_from(w).ok())
         .unwrap_or(2);
-    if trace.world_size.is_none() && !comm_streams.is_empty() {
+    if trace.world_size.is_none() && !lanes.comm.is_empty() {
         warnings.push(
             "the trace has no `distributedInfo.world_size`: collectives are taken as 2-rank".into(),
         );
@@ -361,7 +410,7 @@ pub(super) fn build(
     let mut signature = Vec::with_capacity(n);
     for (i, g) in ops.iter().enumerate() {
         let name = format!("{}#{}", short_name(&g.name), g.correlation);
-        let (channel, lane) = lane_of[&g.stream];
+        let (channel, lane) = lanes.lane_of[&g.stream];
         let mut op = if channel {
             let (kind, bytes) = collective_of(
                 g,
@@ -373,7 +422,7 @@ pub(super) fn build(
             }
             Op::collective(name, kind, bytes.unwrap_or(0), group_of(g, group), link)
         } else {
-            compute_op(name, g, &shapes, &launch)
+            compute_op(name, g, &shapes, launch)
         };
         op.duration_ns = Some(g.dur.max(0) as u64);
         op.release_ns = release[i];
@@ -381,18 +430,7 @@ pub(super) fn build(
         let inputs: Vec<(OpId, usize)> = preds[i].iter().map(|&p| (ids[p], 0)).collect();
         ids.push(b.try_add(op, &inputs)?);
         measured.push(((g.start - origin) as u64, (end(i) - origin) as u64));
-        signature.push(format!(
-            "{}|{}|{}",
-            g.name,
-            g.args
-                .get("grid")
-                .map(|v| v.to_string())
-                .unwrap_or_default(),
-            g.args
-                .get("block")
-                .map(|v| v.to_string())
-                .unwrap_or_default()
-        ));
+        signature.push(signature_of(g));
     }
     if missing_bytes > 0 {
         warnings.push(format!(
@@ -401,11 +439,38 @@ pub(super) fn build(
              leaves them out"
         ));
     }
-    let streams = compute_streams
+    Ok(StepGraph {
+        graph: b.finish(),
+        measured,
+        signature,
+    })
+}
+
+/// A kernel's signature: its name, grid and block.
+fn signature_of(g: &GpuOp) -> String {
+    format!(
+        "{}|{}|{}",
+        g.name,
+        g.args
+            .get("grid")
+            .map(|v| v.to_string())
+            .unwrap_or_default(),
+        g.args
+            .get("block")
+            .map(|v| v.to_string())
+            .unwrap_or_default()
+    )
+}
+
+/// How each CUDA stream maps onto the graph's streams, compute lanes first.
+fn stream_maps(step: &StepOps<'_>) -> Vec<StreamMap> {
+    let (lanes, link) = (&step.lanes, step.link);
+    lanes
+        .compute
         .iter()
-        .chain(&comm_streams)
+        .chain(&lanes.comm)
         .map(|&(busy_ns, s)| {
-            let (channel, lane) = lane_of[&s];
+            let (channel, lane) = lanes.lane_of[&s];
             let stream = match (channel, lane) {
                 (false, 0) => concerto_graph::Stream::Compute,
                 (false, l) => concerto_graph::Stream::ComputeLane(l),
@@ -415,27 +480,11 @@ pub(super) fn build(
             StreamMap {
                 cuda_stream: s,
                 stream: stream.name(),
-                ops: by_stream[&s].len(),
+                ops: lanes.by_stream[&s].len(),
                 busy_ns,
             }
         })
-        .collect();
-    let graph = b.finish();
-    let report = TraceReport {
-        step: steps.names[chosen].clone(),
-        steps: summaries,
-        measured_step_ns: span_of(&ops),
-        launch_latency_ns: latency.max(0) as u64,
-        waits: counts,
-        streams,
-        device: trace.device.clone(),
-        rank: trace.rank,
-        world_size: trace.world_size,
-        measured,
-        signature,
-        warnings,
-    };
-    Ok((graph, report))
+        .collect()
 }
 
 /// The median duration of each kind of CPU call.
@@ -574,122 +623,6 @@ impl<'t> ShapeIndex<'t> {
             .take(64)
             .find(|s| t < s.ts + s.dur)
             .copied()
-    }
-}
-
-/// Cross-stream waits from `cudaStreamWaitEvent` calls, for traces without `cuda_sync` events:
-/// on each CPU thread, a wait applies to the next op that thread launches (the consumer); the
-/// producer is the op launched last on another stream before the thread's latest
-/// `cudaEventRecord` (before the wait itself when records are not traced). A producer that
-/// ended after the consumer started cannot be the one (the measured step says so): the latest
-/// earlier op of the same stream that ended in time is taken instead (`moved`), or the wait is
-/// left out (`dropped`). A consumer that started more than [`UNEXPLAINED_NS`] after its
-/// producer, its stream predecessor and its launch (+ the same margin) all allow waited for
-/// something else: the op of another stream that ended last before it started is taken
-/// (`moved`).
-fn infer_waits(
-    trace: &Trace,
-    ops: &[&GpuOp],
-    lts: &[Ns],
-    index_of: &BTreeMap<i64, usize>,
-    counts: &mut WaitCounts,
-    add: &mut dyn FnMut(usize, usize),
-) {
-    let n = ops.len();
-    let end = |i: usize| ops[i].start + ops[i].dur;
-    // Every op of the step by launch time, to find "the last launch on another stream".
-    let mut by_launch: Vec<usize> = (0..n).collect();
-    by_launch.sort_by_key(|&i| (lts[i], ops[i].correlation));
-    let launch_ts: Vec<Ns> = by_launch.iter().map(|&i| lts[i]).collect();
-    // The end of each op's predecessor on its stream (ops are in start order).
-    let mut prev_end = vec![Ns::MIN; n];
-    let mut last_on: BTreeMap<i64, usize> = BTreeMap::new();
-    for i in 0..n {
-        if let Some(&p) = last_on.get(&ops[i].stream) {
-            prev_end[i] = end(p);
-        }
-        last_on.insert(ops[i].stream, i);
-    }
-    let lo = lts.iter().copied().min().unwrap_or(0);
-    let hi = lts.iter().copied().max().unwrap_or(0);
-    let mut threads: BTreeMap<&(String, String), Vec<&Call>> = BTreeMap::new();
-    for c in &trace.calls {
-        if c.ts >= lo && c.ts <= hi {
-            threads.entry(&c.thread).or_default().push(c);
-        }
-    }
-    for calls in threads.values_mut() {
-        calls.sort_by_key(|c| (c.ts, c.correlation));
-        let mut record: Option<Ns> = None;
-        let mut pending: Vec<Ns> = Vec::new();
-        for c in calls.iter() {
-            if c.name == "cudaEventRecord" {
-                record = Some(c.ts);
-            } else if c.name == "cudaStreamWaitEvent" {
-                pending.push(record.unwrap_or(c.ts).min(c.ts));
-            } else if let Some(&i) = index_of.get(&c.correlation) {
-                for cut in pending.drain(..) {
-                    let upto = launch_ts.partition_point(|&t| t <= cut);
-                    let before = &by_launch[..upto];
-                    // The latest op of `stream` launched before the cut that ended in time.
-                    let in_time = |stream: i64| {
-                        before
-                            .iter()
-                            .rev()
-                            .find(|&&j| ops[j].stream == stream && end(j) <= ops[i].start)
-                            .copied()
-                    };
-                    let Some(last) = before
-                        .iter()
-                        .rev()
-                        .find(|&&j| ops[j].stream != ops[i].stream)
-                        .copied()
-                    else {
-                        counts.outside += 1;
-                        continue;
-                    };
-                    let chosen = in_time(ops[last].stream);
-                    // A consumer that started long after everything the chosen producer, its
-                    // stream and its launch explain waited for another stream's op: the one
-                    // of another stream that ended last before it started.
-                    let explained = chosen
-                        .map_or(Ns::MIN, end)
-                        .max(prev_end[i])
-                        .max(lts[i].saturating_add(UNEXPLAINED_NS));
-                    let better = if ops[i].start > explained.saturating_add(UNEXPLAINED_NS) {
-                        let mut streams: Vec<i64> = before
-                            .iter()
-                            .map(|&j| ops[j].stream)
-                            .filter(|&s| s != ops[i].stream)
-                            .collect();
-                        streams.sort_unstable();
-                        streams.dedup();
-                        streams
-                            .into_iter()
-                            .filter_map(in_time)
-                            .max_by_key(|&j| (end(j), std::cmp::Reverse(j)))
-                            .filter(|&j| chosen.is_none_or(|c| end(j) > end(c)))
-                    } else {
-                        None
-                    };
-                    match (chosen, better) {
-                        (_, Some(q)) => {
-                            add(q, i);
-                            counts.moved += 1;
-                        }
-                        (Some(p), None) if p == last => {
-                            add(p, i);
-                            counts.inferred += 1;
-                        }
-                        (Some(p), None) => {
-                            add(p, i);
-                            counts.moved += 1;
-                        }
-                        (None, None) => counts.dropped += 1,
-                    }
-                }
-            }
-        }
     }
 }
 

@@ -171,156 +171,198 @@ fn duration(
 impl Trace {
     /// Reads the events of a parsed trace (see the module docs of [`super`]).
     pub(super) fn from_value(root: &Value) -> Result<Trace, TraceError> {
-        let Value::Object(top) = root else {
-            return Err(TraceError::NotATrace {
-                reason: format!("the top level is {}, not an object", kind(root)),
-            });
-        };
-        let events = match top.get("traceEvents") {
-            Some(Value::Array(a)) => a,
-            Some(other) => {
-                return Err(TraceError::NotATrace {
-                    reason: format!("`traceEvents` is {}, not an array", kind(other)),
-                })
-            }
-            None => {
-                return Err(TraceError::NotATrace {
-                    reason: "no `traceEvents` array (not a Chrome or PyTorch profiler trace)"
-                        .into(),
-                })
-            }
-        };
+        let (top, events) = top_level(root)?;
         let mut t = Trace::default();
+        t.read_metadata(top);
+        for (index, event) in events.iter().enumerate() {
+            t.read_event(index, event)?;
+        }
+        Ok(t)
+    }
+
+    /// Reads the rank, world size and device name the trace records.
+    fn read_metadata(&mut self, top: &Map<String, Value>) {
         if let Some(Value::Object(d)) = top.get("distributedInfo") {
-            t.rank = int(d.get("rank"));
-            t.world_size = int(d.get("world_size"));
+            self.rank = int(d.get("rank"));
+            self.world_size = int(d.get("world_size"));
         }
         if let Some(Value::Array(devs)) = top.get("deviceProperties") {
-            t.device = devs
+            self.device = devs
                 .first()
                 .and_then(|d| d.get("name"))
                 .and_then(Value::as_str)
                 .map(str::to_string);
         }
-        for (index, event) in events.iter().enumerate() {
-            let Value::Object(e) = event else {
-                return Err(TraceError::Event {
-                    index,
-                    name: String::new(),
-                    reason: format!("the event is {}, not an object", kind(event)),
-                });
-            };
-            if e.get("ph").and_then(Value::as_str) != Some("X") {
-                continue;
-            }
-            let cat = e
-                .get("cat")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_ascii_lowercase();
-            let name = e.get("name").and_then(Value::as_str).unwrap_or("");
-            let empty = Map::new();
-            let args = match e.get("args") {
-                Some(Value::Object(a)) => a,
-                _ => &empty,
-            };
-            let category = match cat.as_str() {
-                "kernel" => Some(GpuCategory::Kernel),
-                "gpu_memcpy" | "memcpy" => Some(GpuCategory::Memcpy),
-                "gpu_memset" | "memset" => Some(GpuCategory::Memset),
-                _ => None,
-            };
-            if let Some(category) = category {
-                let start = time(index, name, e)?;
-                let dur = duration(index, name, e, false)?;
-                t.gpu.push(GpuOp {
-                    name: name.to_string(),
-                    category,
-                    start,
-                    dur,
-                    stream: need(index, name, "args.stream", int(args.get("stream")))?,
-                    correlation: need(
-                        index,
-                        name,
-                        "args.correlation",
-                        int(args.get("correlation")),
-                    )?,
-                    args: args.clone(),
-                });
-                continue;
-            }
-            match cat.as_str() {
-                "cuda_runtime" | "runtime" | "cuda_driver" | "driver" => {
-                    // Calls without a correlation cannot launch anything the trace shows.
-                    let Some(correlation) = int(args.get("correlation")) else {
-                        continue;
-                    };
-                    let ts = time(index, name, e)?;
-                    // The call's end can be its submit time (`build`): it too stays below
-                    // `MAX_NS`.
-                    let dur = e.get("dur").and_then(ns).unwrap_or(0).max(0);
-                    if dur >= MAX_NS - ts {
-                        return Err(TraceError::Event {
-                            index,
-                            name: name.to_string(),
-                            reason: format!("`dur` is {dur} ns: the call ends beyond 2^62 ns"),
-                        });
-                    }
-                    t.calls.push(Call {
-                        name: name.to_string(),
-                        ts,
-                        dur,
-                        thread: (id(e.get("pid")), id(e.get("tid"))),
-                        correlation,
-                    });
-                }
-                "cuda_sync" => {
-                    if args.get("cuda_sync_kind").and_then(Value::as_str)
-                        != Some("Stream Wait Event")
-                    {
-                        continue;
-                    }
-                    let field = |f: &str| need(index, name, f, int(args.get(&f[5..])));
-                    t.waits.push(StreamWait {
-                        index,
-                        stream: field("args.stream")?,
-                        wait_on_stream: field("args.wait_on_stream")?,
-                        record: field("args.wait_on_cuda_event_record_corr_id")?,
-                        correlation: field("args.correlation")?,
-                    });
-                }
-                _ => {
-                    let is_step = name.starts_with("ProfilerStep#");
-                    let dims = args.get("Input Dims").and_then(dims_of);
-                    if !is_step && dims.is_none() {
-                        continue;
-                    }
-                    let span = Span {
-                        name: name.to_string(),
-                        ts: time(index, name, e)?,
-                        // A span's negative duration is kept (it contains no launch).
-                        dur: duration(index, name, e, true)?,
-                        thread: (id(e.get("pid")), id(e.get("tid"))),
-                        dims,
-                        types: match args.get("Input type") {
-                            Some(Value::Array(a)) => a
-                                .iter()
-                                .map(|x| x.as_str().unwrap_or("").to_string())
-                                .collect(),
-                            _ => Vec::new(),
-                        },
-                    };
-                    // GPU-side copies of the step annotation (`gpu_user_annotation`) are not
-                    // steps: the CPU annotation is.
-                    if is_step && !cat.starts_with("gpu_") {
-                        t.steps.push(span);
-                    } else if !is_step {
-                        t.shaped.push(span);
-                    }
-                }
-            }
+    }
+
+    /// Reads event `index` of `traceEvents`: a complete (`X`) event is a GPU op, a runtime or
+    /// driver call, a stream wait, or a CPU span; other events are skipped.
+    fn read_event(&mut self, index: usize, event: &Value) -> Result<(), TraceError> {
+        let Value::Object(e) = event else {
+            return Err(TraceError::Event {
+                index,
+                name: String::new(),
+                reason: format!("the event is {}, not an object", kind(event)),
+            });
+        };
+        if e.get("ph").and_then(Value::as_str) != Some("X") {
+            return Ok(());
         }
-        Ok(t)
+        let cat = e
+            .get("cat")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let name = e.get("name").and_then(Value::as_str).unwrap_or("");
+        let empty = Map::new();
+        let args = match e.get("args") {
+            Some(Value::Object(a)) => a,
+            _ => &empty,
+        };
+        let category = match cat.as_str() {
+            "kernel" => Some(GpuCategory::Kernel),
+            "gpu_memcpy" | "memcpy" => Some(GpuCategory::Memcpy),
+            "gpu_memset" | "memset" => Some(GpuCategory::Memset),
+            _ => None,
+        };
+        if let Some(category) = category {
+            let start = time(index, name, e)?;
+            let dur = duration(index, name, e, false)?;
+            self.gpu.push(GpuOp {
+                name: name.to_string(),
+                category,
+                start,
+                dur,
+                stream: need(index, name, "args.stream", int(args.get("stream")))?,
+                correlation: need(
+                    index,
+                    name,
+                    "args.correlation",
+                    int(args.get("correlation")),
+                )?,
+                args: args.clone(),
+            });
+            return Ok(());
+        }
+        match cat.as_str() {
+            "cuda_runtime" | "runtime" | "cuda_driver" | "driver" => {
+                self.read_call(index, name, e, args)
+            }
+            "cuda_sync" => self.read_wait(index, name, args),
+            _ => self.read_span(index, name, &cat, e, args),
+        }
+    }
+
+    /// Reads a runtime or driver call; one without a correlation cannot launch anything the
+    /// trace shows and is skipped.
+    fn read_call(
+        &mut self,
+        index: usize,
+        name: &str,
+        e: &Map<String, Value>,
+        args: &Map<String, Value>,
+    ) -> Result<(), TraceError> {
+        let Some(correlation) = int(args.get("correlation")) else {
+            return Ok(());
+        };
+        let ts = time(index, name, e)?;
+        // The call's end can be its submit time (`build`): it too stays below
+        // `MAX_NS`.
+        let dur = e.get("dur").and_then(ns).unwrap_or(0).max(0);
+        if dur >= MAX_NS - ts {
+            return Err(TraceError::Event {
+                index,
+                name: name.to_string(),
+                reason: format!("`dur` is {dur} ns: the call ends beyond 2^62 ns"),
+            });
+        }
+        self.calls.push(Call {
+            name: name.to_string(),
+            ts,
+            dur,
+            thread: (id(e.get("pid")), id(e.get("tid"))),
+            correlation,
+        });
+        Ok(())
+    }
+
+    /// Reads a `Stream Wait Event` synchronisation; other `cuda_sync` events are skipped.
+    fn read_wait(
+        &mut self,
+        index: usize,
+        name: &str,
+        args: &Map<String, Value>,
+    ) -> Result<(), TraceError> {
+        if args.get("cuda_sync_kind").and_then(Value::as_str) != Some("Stream Wait Event") {
+            return Ok(());
+        }
+        let field = |f: &str| need(index, name, f, int(args.get(&f[5..])));
+        self.waits.push(StreamWait {
+            index,
+            stream: field("args.stream")?,
+            wait_on_stream: field("args.wait_on_stream")?,
+            record: field("args.wait_on_cuda_event_record_corr_id")?,
+            correlation: field("args.correlation")?,
+        });
+        Ok(())
+    }
+
+    /// Reads a CPU span: a `ProfilerStep#` annotation is a step, a span with `Input Dims` a
+    /// shaped op; any other is skipped.
+    fn read_span(
+        &mut self,
+        index: usize,
+        name: &str,
+        cat: &str,
+        e: &Map<String, Value>,
+        args: &Map<String, Value>,
+    ) -> Result<(), TraceError> {
+        let is_step = name.starts_with("ProfilerStep#");
+        let dims = args.get("Input Dims").and_then(dims_of);
+        if !is_step && dims.is_none() {
+            return Ok(());
+        }
+        let span = Span {
+            name: name.to_string(),
+            ts: time(index, name, e)?,
+            // A span's negative duration is kept (it contains no launch).
+            dur: duration(index, name, e, true)?,
+            thread: (id(e.get("pid")), id(e.get("tid"))),
+            dims,
+            types: match args.get("Input type") {
+                Some(Value::Array(a)) => a
+                    .iter()
+                    .map(|x| x.as_str().unwrap_or("").to_string())
+                    .collect(),
+                _ => Vec::new(),
+            },
+        };
+        // GPU-side copies of the step annotation (`gpu_user_annotation`) are not
+        // steps: the CPU annotation is.
+        if is_step && !cat.starts_with("gpu_") {
+            self.steps.push(span);
+        } else if !is_step {
+            self.shaped.push(span);
+        }
+        Ok(())
+    }
+}
+
+/// A trace's top-level object and its `traceEvents` array.
+fn top_level(root: &Value) -> Result<(&Map<String, Value>, &Vec<Value>), TraceError> {
+    let Value::Object(top) = root else {
+        return Err(TraceError::NotATrace {
+            reason: format!("the top level is {}, not an object", kind(root)),
+        });
+    };
+    match top.get("traceEvents") {
+        Some(Value::Array(a)) => Ok((top, a)),
+        Some(other) => Err(TraceError::NotATrace {
+            reason: format!("`traceEvents` is {}, not an array", kind(other)),
+        }),
+        None => Err(TraceError::NotATrace {
+            reason: "no `traceEvents` array (not a Chrome or PyTorch profiler trace)".into(),
+        }),
     }
 }
 

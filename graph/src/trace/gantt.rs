@@ -119,24 +119,13 @@ pub fn svg_gantt(graph: &Graph, timelines: &[(&str, &Timeline)]) -> String {
     for &(name, t) in timelines {
         check_lengths(graph, name, t);
     }
-    let plot_width = WIDTH - PLOT_LEFT - RIGHT_MARGIN;
     let span = timelines
         .iter()
         .map(|(_, t)| latest(t))
         .max()
         .unwrap_or(0)
         .max(1);
-    let scale = plot_width / span as f64;
-    let x_of = |ns: u64| PLOT_LEFT + ns as f64 * scale;
-    let (unit, unit_name) = if span >= NS_PER_MS {
-        (NS_PER_MS, "ms")
-    } else {
-        (NS_PER_US, "µs")
-    };
-    let step = tick_step(span);
-
-    let panel_height =
-        |t: &Timeline| TITLE_HEIGHT + stream_count(t) as f64 * ROW_HEIGHT + AXIS_HEIGHT;
+    let axis = TimeAxis::new(span);
     let height = TOP
         + LEGEND_HEIGHT
         + timelines
@@ -146,6 +135,61 @@ pub fn svg_gantt(graph: &Graph, timelines: &[(&str, &Timeline)]) -> String {
         + TOP;
 
     let mut out = String::with_capacity(512 + 256 * graph.len() * timelines.len());
+    write_head(&mut out, graph, height);
+    write_legend(&mut out, graph);
+    let mut y = TOP + LEGEND_HEIGHT;
+    for &(name, t) in timelines {
+        write_panel(&mut out, graph, name, t, y, &axis);
+        y += panel_height(t) + PANEL_GAP;
+    }
+    out.push_str("</svg>\n");
+    out
+}
+
+/// The time scale shared by every panel.
+struct TimeAxis {
+    /// Width of the plot area (px).
+    plot_width: f64,
+    /// The latest end over all timelines (ns, at least 1).
+    span: u64,
+    /// Pixels per nanosecond.
+    scale: f64,
+    /// The axis unit (ns) and its name.
+    unit: (u64, &'static str),
+    /// Nanoseconds between ticks.
+    step: u64,
+}
+
+impl TimeAxis {
+    /// The scale that fits `span` ns into the plot area, in ms from 1 ms on, else in µs.
+    fn new(span: u64) -> Self {
+        let plot_width = WIDTH - PLOT_LEFT - RIGHT_MARGIN;
+        TimeAxis {
+            plot_width,
+            span,
+            scale: plot_width / span as f64,
+            unit: if span >= NS_PER_MS {
+                (NS_PER_MS, "ms")
+            } else {
+                (NS_PER_US, "µs")
+            },
+            step: tick_step(span),
+        }
+    }
+
+    /// The x coordinate of time `ns`.
+    fn x_of(&self, ns: u64) -> f64 {
+        PLOT_LEFT + ns as f64 * self.scale
+    }
+}
+
+/// The height of timeline `t`'s panel: its title, its stream rows and its axis.
+fn panel_height(t: &Timeline) -> f64 {
+    TITLE_HEIGHT + stream_count(t) as f64 * ROW_HEIGHT + AXIS_HEIGHT
+}
+
+/// Writes the `<svg>` element's opening, the chart's title and its white background.
+fn write_head(out: &mut String, graph: &Graph, height: f64) {
     // `write!` to a String cannot fail.
     let _ = writeln!(
         out,
@@ -162,8 +206,10 @@ pub fn svg_gantt(graph: &Graph, timelines: &[(&str, &Timeline)]) -> String {
         "<rect class=\"background\" x=\"0\" y=\"0\" width=\"{WIDTH}\" height=\"{height}\" \
          fill=\"#ffffff\"/>"
     );
+}
 
-    // Legend: the classes present in the graph, in a fixed order.
+/// Writes the legend: the classes present in the graph, in a fixed order.
+fn write_legend(out: &mut String, graph: &Graph) {
     let mut present = [false; CLASSES.len()];
     for op in graph.ops() {
         present[class_index(op)] = true;
@@ -184,110 +230,118 @@ pub fn svg_gantt(graph: &Graph, timelines: &[(&str, &Timeline)]) -> String {
         x += LEGEND_PITCH;
     }
     out.push_str("</g>\n");
+}
 
-    let mut y = TOP + LEGEND_HEIGHT;
-    for &(name, t) in timelines {
-        let rows = stream_count(t);
-        let rows_top = y + TITLE_HEIGHT;
-        let rows_bottom = rows_top + rows as f64 * ROW_HEIGHT;
-        let _ = writeln!(out, "<g class=\"panel\">");
+/// Writes timeline `t`'s panel, its top at `y`: the title, the stream rows, the time axis, the
+/// ops and the makespan.
+fn write_panel(out: &mut String, graph: &Graph, name: &str, t: &Timeline, y: f64, axis: &TimeAxis) {
+    let rows = stream_count(t);
+    let rows_top = y + TITLE_HEIGHT;
+    let rows_bottom = rows_top + rows as f64 * ROW_HEIGHT;
+    let _ = writeln!(out, "<g class=\"panel\">");
+    let _ = writeln!(
+        out,
+        "<text class=\"title\" x=\"{PLOT_LEFT}\" y=\"{:.2}\" font-size=\"14\" \
+         font-weight=\"bold\">{} — makespan {} µs</text>",
+        y + 17.0,
+        escaped(name),
+        decimal(t.makespan, NS_PER_US),
+    );
+    // Row bands and stream labels.
+    for s in 0..rows {
+        let row_y = rows_top + s as f64 * ROW_HEIGHT;
+        let fill = if s % 2 == 0 { "#f4f4f4" } else { "#eaeaea" };
         let _ = writeln!(
             out,
-            "<text class=\"title\" x=\"{PLOT_LEFT}\" y=\"{:.2}\" font-size=\"14\" \
-             font-weight=\"bold\">{} — makespan {} µs</text>",
-            y + 17.0,
-            escaped(name),
-            decimal(t.makespan, NS_PER_US),
-        );
-        // Row bands and stream labels.
-        for s in 0..rows {
-            let row_y = rows_top + s as f64 * ROW_HEIGHT;
-            let fill = if s % 2 == 0 { "#f4f4f4" } else { "#eaeaea" };
-            let _ = writeln!(
-                out,
-                "<rect class=\"row\" x=\"{PLOT_LEFT}\" y=\"{row_y:.2}\" width=\"{plot_width}\" \
-                 height=\"{ROW_HEIGHT}\" fill=\"{fill}\"/><text x=\"{:.2}\" y=\"{:.2}\" \
-                 text-anchor=\"end\">{}</text>",
-                PLOT_LEFT - 8.0,
-                row_y + ROW_HEIGHT / 2.0 + 4.0,
-                escaped(&stream_name(t, s)),
-            );
-        }
-        // Grid lines and the time axis.
-        let axis_y = rows_bottom;
-        let _ = writeln!(
-            out,
-            "<line x1=\"{PLOT_LEFT}\" y1=\"{axis_y:.2}\" x2=\"{:.2}\" y2=\"{axis_y:.2}\" \
-             stroke=\"#333333\"/>",
-            PLOT_LEFT + plot_width,
-        );
-        let _ = writeln!(
-            out,
-            "<text x=\"{:.2}\" y=\"{:.2}\" text-anchor=\"end\" fill=\"#555555\">time ({unit_name})</text>",
+            "<rect class=\"row\" x=\"{PLOT_LEFT}\" y=\"{row_y:.2}\" width=\"{}\" \
+             height=\"{ROW_HEIGHT}\" fill=\"{fill}\"/><text x=\"{:.2}\" y=\"{:.2}\" \
+             text-anchor=\"end\">{}</text>",
+            axis.plot_width,
             PLOT_LEFT - 8.0,
-            axis_y + 18.0,
+            row_y + ROW_HEIGHT / 2.0 + 4.0,
+            escaped(&stream_name(t, s)),
         );
-        let mut tick = 0u64;
-        while tick <= span {
-            let tx = x_of(tick);
-            let _ = writeln!(
-                out,
-                "<line x1=\"{tx:.2}\" y1=\"{rows_top:.2}\" x2=\"{tx:.2}\" y2=\"{axis_y:.2}\" \
-                 stroke=\"#ffffff\" stroke-width=\"1\"/><line x1=\"{tx:.2}\" y1=\"{axis_y:.2}\" \
-                 x2=\"{tx:.2}\" y2=\"{:.2}\" stroke=\"#333333\"/><text x=\"{tx:.2}\" \
-                 y=\"{:.2}\" text-anchor=\"middle\">{}</text>",
-                axis_y + 5.0,
-                axis_y + 18.0,
-                decimal(tick, unit),
-            );
-            match tick.checked_add(step) {
-                Some(next) => tick = next,
-                None => break,
-            }
-        }
-        // Ops, in program order (rows never overlap within a valid timeline).
-        for id in graph.ids() {
-            let op = graph.op(id);
-            let (start, end) = (t.start[id.0], t.end[id.0]);
-            let dur = end.saturating_sub(start);
-            let bar_y =
-                rows_top + t.stream[id.0] as f64 * ROW_HEIGHT + (ROW_HEIGHT - BAR_HEIGHT) / 2.0;
-            let width = (dur as f64 * scale).max(MIN_BAR);
-            // A hairline edge separates adjacent bars of one class; narrow bars go without,
-            // so that the edge does not hide them.
-            let edge = if width >= EDGE_FROM {
-                " stroke=\"#ffffff\" stroke-width=\"0.5\""
-            } else {
-                ""
-            };
-            let _ = write!(
-                out,
-                "<rect class=\"op\" x=\"{:.2}\" y=\"{bar_y:.2}\" width=\"{width:.2}\" \
-                 height=\"{BAR_HEIGHT}\"{edge} fill=\"{}\"><title>",
-                x_of(start),
-                CLASSES[class_index(op)].1,
-            );
-            push_escaped(&mut out, &op.name);
-            let _ = writeln!(
-                out,
-                " ({})\n{} – {} µs ({} µs)</title></rect>",
-                category(op),
-                decimal(start, NS_PER_US),
-                decimal(end, NS_PER_US),
-                decimal(dur, NS_PER_US),
-            );
-        }
-        // The makespan.
-        let mx = x_of(t.makespan);
+    }
+    let axis_y = rows_bottom;
+    write_axis(out, axis, rows_top, axis_y);
+    write_ops(out, graph, t, rows_top, axis);
+    // The makespan.
+    let mx = axis.x_of(t.makespan);
+    let _ = writeln!(
+        out,
+        "<line x1=\"{mx:.2}\" y1=\"{:.2}\" x2=\"{mx:.2}\" y2=\"{axis_y:.2}\" \
+         stroke=\"#d62728\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>",
+        rows_top - 4.0,
+    );
+    out.push_str("</g>\n");
+}
+
+/// Writes a panel's grid lines (from `rows_top`) and its time axis at `axis_y`.
+fn write_axis(out: &mut String, axis: &TimeAxis, rows_top: f64, axis_y: f64) {
+    let (unit, unit_name) = axis.unit;
+    let _ = writeln!(
+        out,
+        "<line x1=\"{PLOT_LEFT}\" y1=\"{axis_y:.2}\" x2=\"{:.2}\" y2=\"{axis_y:.2}\" \
+         stroke=\"#333333\"/>",
+        PLOT_LEFT + axis.plot_width,
+    );
+    let _ = writeln!(
+        out,
+        "<text x=\"{:.2}\" y=\"{:.2}\" text-anchor=\"end\" fill=\"#555555\">time ({unit_name})</text>",
+        PLOT_LEFT - 8.0,
+        axis_y + 18.0,
+    );
+    let mut tick = 0u64;
+    while tick <= axis.span {
+        let tx = axis.x_of(tick);
         let _ = writeln!(
             out,
-            "<line x1=\"{mx:.2}\" y1=\"{:.2}\" x2=\"{mx:.2}\" y2=\"{axis_y:.2}\" \
-             stroke=\"#d62728\" stroke-width=\"1.5\" stroke-dasharray=\"4 3\"/>",
-            rows_top - 4.0,
+            "<line x1=\"{tx:.2}\" y1=\"{rows_top:.2}\" x2=\"{tx:.2}\" y2=\"{axis_y:.2}\" \
+             stroke=\"#ffffff\" stroke-width=\"1\"/><line x1=\"{tx:.2}\" y1=\"{axis_y:.2}\" \
+             x2=\"{tx:.2}\" y2=\"{:.2}\" stroke=\"#333333\"/><text x=\"{tx:.2}\" \
+             y=\"{:.2}\" text-anchor=\"middle\">{}</text>",
+            axis_y + 5.0,
+            axis_y + 18.0,
+            decimal(tick, unit),
         );
-        out.push_str("</g>\n");
-        y += panel_height(t) + PANEL_GAP;
+        match tick.checked_add(axis.step) {
+            Some(next) => tick = next,
+            None => break,
+        }
     }
-    out.push_str("</svg>\n");
-    out
+}
+
+/// Writes timeline `t`'s ops as bars with tooltips, in program order (rows never overlap
+/// within a valid timeline).
+fn write_ops(out: &mut String, graph: &Graph, t: &Timeline, rows_top: f64, axis: &TimeAxis) {
+    for id in graph.ids() {
+        let op = graph.op(id);
+        let (start, end) = (t.start[id.0], t.end[id.0]);
+        let dur = end.saturating_sub(start);
+        let bar_y = rows_top + t.stream[id.0] as f64 * ROW_HEIGHT + (ROW_HEIGHT - BAR_HEIGHT) / 2.0;
+        let width = (dur as f64 * axis.scale).max(MIN_BAR);
+        // A hairline edge separates adjacent bars of one class; narrow bars go without,
+        // so that the edge does not hide them.
+        let edge = if width >= EDGE_FROM {
+            " stroke=\"#ffffff\" stroke-width=\"0.5\""
+        } else {
+            ""
+        };
+        let _ = write!(
+            out,
+            "<rect class=\"op\" x=\"{:.2}\" y=\"{bar_y:.2}\" width=\"{width:.2}\" \
+             height=\"{BAR_HEIGHT}\"{edge} fill=\"{}\"><title>",
+            axis.x_of(start),
+            CLASSES[class_index(op)].1,
+        );
+        push_escaped(out, &op.name);
+        let _ = writeln!(
+            out,
+            " ({})\n{} – {} µs ({} µs)</title></rect>",
+            category(op),
+            decimal(start, NS_PER_US),
+            decimal(end, NS_PER_US),
+            decimal(dur, NS_PER_US),
+        );
+    }
 }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::METADATA_NAMES;
 
@@ -45,6 +45,40 @@ struct Slice {
 /// Returns the number of complete events, or a message naming the first offending event by its
 /// index in `traceEvents`. Cost: O(events log events).
 pub fn validate_chrome_trace(value: &Value) -> Result<usize, String> {
+    let events = trace_events(value)?;
+    let mut tracks: BTreeMap<(i128, i128), Vec<Slice>> = BTreeMap::new();
+    let mut complete = 0;
+    for (i, e) in events.iter().enumerate() {
+        let event = Event {
+            i,
+            e: e.as_object().ok_or_else(|| at(i, "not an object"))?,
+        };
+        let ph = event
+            .e
+            .get("ph")
+            .ok_or_else(|| event.at("no `ph`"))?
+            .as_str()
+            .ok_or_else(|| event.at("`ph` is not a string"))?;
+        match ph {
+            "X" => {
+                let (track, slice) = event.complete()?;
+                tracks.entry(track).or_default().push(slice);
+                complete += 1;
+            }
+            "M" => event.metadata()?,
+            other => {
+                return Err(event.at(&format!(
+                    "phase `{other}` is not one this exporter emits (\"X\" or \"M\")"
+                )))
+            }
+        }
+    }
+    check_overlaps(events, &mut tracks)?;
+    Ok(complete)
+}
+
+/// The `traceEvents` array of a trace, once its top-level fields are checked.
+fn trace_events(value: &Value) -> Result<&Vec<Value>, String> {
     let top = value.as_object().ok_or(
         "the trace is not a JSON object (the JSON Object Format is {\"traceEvents\": [...]})",
     )?;
@@ -63,101 +97,122 @@ pub fn validate_chrome_trace(value: &Value) -> Result<usize, String> {
             return Err("`otherData` is not an object".into());
         }
     }
-    let mut tracks: BTreeMap<(i128, i128), Vec<Slice>> = BTreeMap::new();
-    let mut complete = 0;
-    for (i, e) in events.iter().enumerate() {
-        let at = |what: &str| format!("traceEvents[{i}]: {what}");
-        let e = e.as_object().ok_or_else(|| at("not an object"))?;
-        let ph = e
-            .get("ph")
-            .ok_or_else(|| at("no `ph`"))?
-            .as_str()
-            .ok_or_else(|| at("`ph` is not a string"))?;
-        let int_field = |key: &str| -> Result<i128, String> {
-            e.get(key)
-                .and_then(integer)
-                .ok_or_else(|| at(&format!("`{key}` is missing or not an integer")))
-        };
-        match ph {
-            "X" => {
-                let name = e
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| at("complete event without a string `name`"))?;
-                let at = |what: &str| at(&format!("complete event `{name}`: {what}"));
-                let number = |key: &str| -> Result<f64, String> {
-                    let v = e
-                        .get(key)
-                        .and_then(Value::as_f64)
-                        .ok_or_else(|| at(&format!("`{key}` is missing or not a number")))?;
-                    if v < 0.0 {
-                        return Err(at(&format!("`{key}` is negative ({v})")));
-                    }
-                    Ok(v)
-                };
-                let ts = number("ts")?;
-                let dur = number("dur")?;
-                let pid = int_field("pid")?;
-                let tid = int_field("tid")?;
-                if e.get("cat").is_some_and(|c| !c.is_string()) {
-                    return Err(at("`cat` is not a string"));
-                }
-                if e.get("args").is_some_and(|a| !a.is_object()) {
-                    return Err(at("`args` is not an object"));
-                }
-                let start_ns = to_ns(ts);
-                tracks.entry((pid, tid)).or_default().push(Slice {
-                    start_ns,
-                    end_ns: start_ns + to_ns(dur),
-                    index: i,
-                });
-                complete += 1;
-            }
-            "M" => {
-                let name = e
-                    .get("name")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| at("metadata event without a string `name`"))?;
-                if !METADATA_NAMES.contains(&name) {
-                    return Err(at(&format!(
-                        "metadata event `{name}` is not one of {}",
-                        METADATA_NAMES.join(", ")
-                    )));
-                }
-                int_field("pid")?;
-                if name.starts_with("thread_") {
-                    int_field("tid")?;
-                }
-                let args = e.get("args").and_then(Value::as_object).ok_or_else(|| {
-                    at(&format!("metadata event `{name}` without an `args` object"))
-                })?;
-                let ok = if name.ends_with("_name") {
-                    args.get("name").is_some_and(Value::is_string)
-                } else {
-                    args.get("sort_index").and_then(integer).is_some()
-                };
-                if !ok {
-                    let key = if name.ends_with("_name") {
-                        "a string `name`"
-                    } else {
-                        "an integer `sort_index`"
-                    };
-                    return Err(at(&format!(
-                        "metadata event `{name}` needs {key} in `args`"
-                    )));
-                }
-            }
-            other => {
-                return Err(at(&format!(
-                    "phase `{other}` is not one this exporter emits (\"X\" or \"M\")"
-                )))
-            }
-        }
+    Ok(events)
+}
+
+/// A message about event `i` of `traceEvents`.
+fn at(i: usize, what: &str) -> String {
+    format!("traceEvents[{i}]: {what}")
+}
+
+/// An event of `traceEvents`, an object, with its index.
+struct Event<'v> {
+    /// Its index in `traceEvents`.
+    i: usize,
+    /// Its fields.
+    e: &'v Map<String, Value>,
+}
+
+impl Event<'_> {
+    /// A message about this event.
+    fn at(&self, what: &str) -> String {
+        at(self.i, what)
     }
-    // Overlaps: per thread, by start (then end), each slice must start at or after the latest
-    // end so far. Report the offender with the smallest index.
+
+    /// The integer field `key`.
+    fn int_field(&self, key: &str) -> Result<i128, String> {
+        self.e
+            .get(key)
+            .and_then(integer)
+            .ok_or_else(|| self.at(&format!("`{key}` is missing or not an integer")))
+    }
+
+    /// Checks a complete event; returns its thread (`pid`, `tid`) and its slice.
+    fn complete(&self) -> Result<((i128, i128), Slice), String> {
+        let e = self.e;
+        let name = e
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.at("complete event without a string `name`"))?;
+        let at = |what: &str| self.at(&format!("complete event `{name}`: {what}"));
+        let number = |key: &str| -> Result<f64, String> {
+            let v = e
+                .get(key)
+                .and_then(Value::as_f64)
+                .ok_or_else(|| at(&format!("`{key}` is missing or not a number")))?;
+            if v < 0.0 {
+                return Err(at(&format!("`{key}` is negative ({v})")));
+            }
+            Ok(v)
+        };
+        let ts = number("ts")?;
+        let dur = number("dur")?;
+        let pid = self.int_field("pid")?;
+        let tid = self.int_field("tid")?;
+        if e.get("cat").is_some_and(|c| !c.is_string()) {
+            return Err(at("`cat` is not a string"));
+        }
+        if e.get("args").is_some_and(|a| !a.is_object()) {
+            return Err(at("`args` is not an object"));
+        }
+        let start_ns = to_ns(ts);
+        Ok((
+            (pid, tid),
+            Slice {
+                start_ns,
+                end_ns: start_ns + to_ns(dur),
+                index: self.i,
+            },
+        ))
+    }
+
+    /// Checks a metadata event.
+    fn metadata(&self) -> Result<(), String> {
+        let e = self.e;
+        let name = e
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| self.at("metadata event without a string `name`"))?;
+        if !METADATA_NAMES.contains(&name) {
+            return Err(self.at(&format!(
+                "metadata event `{name}` is not one of {}",
+                METADATA_NAMES.join(", ")
+            )));
+        }
+        self.int_field("pid")?;
+        if name.starts_with("thread_") {
+            self.int_field("tid")?;
+        }
+        let args = e
+            .get("args")
+            .and_then(Value::as_object)
+            .ok_or_else(|| self.at(&format!("metadata event `{name}` without an `args` object")))?;
+        let ok = if name.ends_with("_name") {
+            args.get("name").is_some_and(Value::is_string)
+        } else {
+            args.get("sort_index").and_then(integer).is_some()
+        };
+        if !ok {
+            let key = if name.ends_with("_name") {
+                "a string `name`"
+            } else {
+                "an integer `sort_index`"
+            };
+            return Err(self.at(&format!("metadata event `{name}` needs {key} in `args`")));
+        }
+        Ok(())
+    }
+}
+
+/// Checks that no two complete events of one thread overlap: per thread, by start (then end),
+/// each slice must start at or after the latest end so far. Reports the offender with the
+/// smallest index.
+fn check_overlaps(
+    events: &[Value],
+    tracks: &mut BTreeMap<(i128, i128), Vec<Slice>>,
+) -> Result<(), String> {
     let mut first: Option<(usize, usize, (i128, i128))> = None;
-    for (&track, slices) in &mut tracks {
+    for (&track, slices) in tracks {
         slices.sort_by(|a, b| {
             a.start_ns
                 .total_cmp(&b.start_ns)
@@ -190,5 +245,5 @@ pub fn validate_chrome_trace(value: &Value) -> Result<usize, String> {
             ts(j),
         ));
     }
-    Ok(complete)
+    Ok(())
 }

@@ -99,165 +99,200 @@ impl<'m> Expander<'m> {
         let mut names: BTreeMap<&'m str, String> = BTreeMap::new();
         let iteration = params.is_some();
         for (k, i) in comp.instructions.iter().enumerate() {
-            let rename = |names: &BTreeMap<&str, String>, o: &str| -> Result<String, ExportError> {
-                names.get(o).cloned().ok_or_else(|| {
-                    Self::unsupported(i, format!("operand `%{o}` is not defined before it"))
-                })
-            };
             let operands = i
                 .operands
                 .iter()
-                .map(|o| rename(&names, o))
+                .map(|o| Self::rename(&names, i, o))
                 .collect::<Result<Vec<_>, _>>()?;
             let control = match i.attribute("control-predecessors") {
                 Some(a) => control_names(a)
                     .iter()
-                    .map(|o| rename(&names, o))
+                    .map(|o| Self::rename(&names, i, o))
                     .collect::<Result<Vec<_>, _>>()?,
                 None => Vec::new(),
             };
-            if let (Some(params), "parameter") = (params, i.opcode.as_str()) {
-                let k: usize = i
-                    .literal
-                    .as_deref()
-                    .and_then(|l| l.trim().parse().ok())
-                    .ok_or_else(|| Self::unsupported(i, "a parameter needs its number"))?;
-                let value = params.get(k).ok_or_else(|| {
-                    Self::unsupported(i, format!("parameter {k} of {} operands", params.len()))
-                })?;
-                names.insert(&i.name, value.clone());
-                continue;
-            }
-            if i.opcode == "call" {
-                let callee = self.called(i, "to_apply")?;
-                if self.depth >= 64 {
-                    return Err(Self::unsupported(
-                        i,
-                        "calls and loops nest more than 64 deep",
-                    ));
-                }
-                self.depth += 1;
-                let p = format!("{prefix}{}.in.", i.name);
-                let value = self.expand(callee, &p, Some(&operands));
-                self.depth -= 1;
-                names.insert(&i.name, value?);
-                continue;
-            }
-            if i.opcode == "while" {
-                let body = self.called(i, "body")?;
-                let cond = self.called(i, "condition")?;
-                let n = trip_count(self.module, self.options, i, cond, body).ok_or_else(|| {
-                    Self::unsupported(i, "a while loop without a known trip count")
-                })?;
-                if self.depth >= 64 {
-                    return Err(Self::unsupported(i, "while loops nest more than 64 deep"));
-                }
-                let [state] = operands.as_slice() else {
-                    return Err(Self::unsupported(i, "a while loop needs one operand"));
-                };
-                let mut state = state.clone();
-                self.depth += 1;
-                for it in 0..n {
-                    let p = format!("{prefix}{}.it{it}.", i.name);
-                    self.copies += usize::from(it > 0);
-                    let next = self.expand(body, &p, Some(std::slice::from_ref(&state)));
-                    self.copies -= usize::from(it > 0);
-                    state = next?;
-                    self.iterations += 1;
-                }
-                self.depth -= 1;
-                names.insert(&i.name, state);
-                continue;
-            }
-            let is_root = !iteration && k == comp.root;
-            if let Some(element) = self.element(i, &operands, is_root) {
-                names.insert(&i.name, element);
-                continue;
-            }
-            let name = self.claim(i, format!("{prefix}{}", i.name))?;
-            let op = self.ops.get(name.as_str()).copied();
-            let channel = (self.copies > 0 && i.attribute("channel_id").is_some()).then(|| {
-                self.next_channel += 1;
-                self.next_channel - 1
-            });
-            let form = op.and_then(|_| async_form(&i.opcode));
-            // A copy of an instruction of a computation that stays (a loop body, a callee)
-            // calls its own clone of a fused or async wrapped computation.
-            let calls = if prefix.is_empty() {
-                None
-            } else {
-                let index = &self.index;
-                self.clones.calls(
-                    i,
-                    prefix,
-                    &|n: &str| index.contains_key(n),
-                    &mut self.next_channel,
-                )?
-            };
-            if let Some(o) = op {
-                self.by_op[o.0] = Some(self.insts.len());
-            }
-            match form {
-                Some(form) => {
-                    if form == AsyncForm::OperandResult
-                        && i.opcode == "collective-permute"
-                        && operands.len() != 1
-                    {
-                        return Err(Self::unsupported(
-                            i,
-                            format!(
-                                "a collective-permute of {} operands (the in-place form) has no \
-                                 async form here",
-                                operands.len()
-                            ),
-                        ));
+            let written = match (params, i.opcode.as_str()) {
+                (Some(params), "parameter") => Self::parameter_value(i, params)?,
+                (_, "call") => self.inline_call(i, prefix, &operands)?,
+                (_, "while") => self.unroll_while(i, prefix, &operands)?,
+                _ => {
+                    let is_root = !iteration && k == comp.root;
+                    match self.element(i, &operands, is_root) {
+                        Some(element) => element,
+                        None => self.write(i, prefix, operands, control, is_root)?,
                     }
-                    self.push(Inst {
-                        instr: i,
-                        name: name.clone(),
-                        operands,
-                        control,
-                        op,
-                        kind: Kind::Start(form),
-                        root: false,
-                        channel,
-                        calls,
-                    });
-                    let done = self.claim(i, format!("{name}.done"))?;
-                    self.push(Inst {
-                        instr: i,
-                        name: done.clone(),
-                        operands: vec![name],
-                        control: Vec::new(),
-                        op: None,
-                        kind: Kind::Done,
-                        root: is_root,
-                        channel: None,
-                        calls: None,
-                    });
-                    names.insert(&i.name, done);
                 }
-                None => {
-                    self.push(Inst {
-                        instr: i,
-                        name: name.clone(),
-                        operands,
-                        control,
-                        op,
-                        kind: Kind::Plain,
-                        root: is_root,
-                        channel,
-                        calls,
-                    });
-                    names.insert(&i.name, name);
-                }
-            }
+            };
+            names.insert(&i.name, written);
         }
         let root = &comp.instructions[comp.root];
         names
             .get(root.name.as_str())
             .cloned()
             .ok_or_else(|| Self::unsupported(root, "the root is not defined"))
+    }
+
+    /// The written name of operand `o` of `i`, from the names read so far.
+    fn rename(
+        names: &BTreeMap<&str, String>,
+        i: &Instruction,
+        o: &str,
+    ) -> Result<String, ExportError> {
+        names
+            .get(o)
+            .cloned()
+            .ok_or_else(|| Self::unsupported(i, format!("operand `%{o}` is not defined before it")))
+    }
+
+    /// The written name of the value parameter `i` of a loop body or an inlined call reads.
+    fn parameter_value(i: &Instruction, params: &[String]) -> Result<String, ExportError> {
+        let k: usize = i
+            .literal
+            .as_deref()
+            .and_then(|l| l.trim().parse().ok())
+            .ok_or_else(|| Self::unsupported(i, "a parameter needs its number"))?;
+        let value = params.get(k).ok_or_else(|| {
+            Self::unsupported(i, format!("parameter {k} of {} operands", params.len()))
+        })?;
+        Ok(value.clone())
+    }
+
+    /// Inlines the computation `call` `i` calls; returns its root's written name.
+    fn inline_call(
+        &mut self,
+        i: &Instruction,
+        prefix: &str,
+        operands: &[String],
+    ) -> Result<String, ExportError> {
+        let callee = self.called(i, "to_apply")?;
+        if self.depth >= 64 {
+            return Err(Self::unsupported(
+                i,
+                "calls and loops nest more than 64 deep",
+            ));
+        }
+        self.depth += 1;
+        let p = format!("{prefix}{}.in.", i.name);
+        let value = self.expand(callee, &p, Some(operands));
+        self.depth -= 1;
+        value
+    }
+
+    /// Unrolls `while` loop `i` over its known trip count; returns the last iteration's state.
+    fn unroll_while(
+        &mut self,
+        i: &Instruction,
+        prefix: &str,
+        operands: &[String],
+    ) -> Result<String, ExportError> {
+        let body = self.called(i, "body")?;
+        let cond = self.called(i, "condition")?;
+        let n = trip_count(self.module, self.options, i, cond, body)
+            .ok_or_else(|| Self::unsupported(i, "a while loop without a known trip count"))?;
+        if self.depth >= 64 {
+            return Err(Self::unsupported(i, "while loops nest more than 64 deep"));
+        }
+        let [state] = operands else {
+            return Err(Self::unsupported(i, "a while loop needs one operand"));
+        };
+        let mut state = state.clone();
+        self.depth += 1;
+        for it in 0..n {
+            let p = format!("{prefix}{}.it{it}.", i.name);
+            self.copies += usize::from(it > 0);
+            let next = self.expand(body, &p, Some(std::slice::from_ref(&state)));
+            self.copies -= usize::from(it > 0);
+            state = next?;
+            self.iterations += 1;
+        }
+        self.depth -= 1;
+        Ok(state)
+    }
+
+    /// Writes instruction `i` as read, or as an async start and its done; returns the written
+    /// name its users read.
+    fn write(
+        &mut self,
+        i: &'m Instruction,
+        prefix: &str,
+        operands: Vec<String>,
+        control: Vec<String>,
+        is_root: bool,
+    ) -> Result<String, ExportError> {
+        let name = self.claim(i, format!("{prefix}{}", i.name))?;
+        let op = self.ops.get(name.as_str()).copied();
+        let channel = (self.copies > 0 && i.attribute("channel_id").is_some()).then(|| {
+            self.next_channel += 1;
+            self.next_channel - 1
+        });
+        let form = op.and_then(|_| async_form(&i.opcode));
+        // A copy of an instruction of a computation that stays (a loop body, a callee)
+        // calls its own clone of a fused or async wrapped computation.
+        let calls = if prefix.is_empty() {
+            None
+        } else {
+            let index = &self.index;
+            self.clones.calls(
+                i,
+                prefix,
+                &|n: &str| index.contains_key(n),
+                &mut self.next_channel,
+            )?
+        };
+        if let Some(o) = op {
+            self.by_op[o.0] = Some(self.insts.len());
+        }
+        let Some(form) = form else {
+            self.push(Inst {
+                instr: i,
+                name: name.clone(),
+                operands,
+                control,
+                op,
+                kind: Kind::Plain,
+                root: is_root,
+                channel,
+                calls,
+            });
+            return Ok(name);
+        };
+        if form == AsyncForm::OperandResult
+            && i.opcode == "collective-permute"
+            && operands.len() != 1
+        {
+            return Err(Self::unsupported(
+                i,
+                format!(
+                    "a collective-permute of {} operands (the in-place form) has no async form \
+                     here",
+                    operands.len()
+                ),
+            ));
+        }
+        self.push(Inst {
+            instr: i,
+            name: name.clone(),
+            operands,
+            control,
+            op,
+            kind: Kind::Start(form),
+            root: false,
+            channel,
+            calls,
+        });
+        let done = self.claim(i, format!("{name}.done"))?;
+        self.push(Inst {
+            instr: i,
+            name: done.clone(),
+            operands: vec![name],
+            control: Vec::new(),
+            op: None,
+            kind: Kind::Done,
+            root: is_root,
+            channel: None,
+            calls: None,
+        });
+        Ok(done)
     }
 
     /// The written name of the element that get-tuple-element `i` (reading the written

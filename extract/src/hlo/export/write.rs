@@ -3,7 +3,8 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-use super::{AsyncForm, Inst, Kind};
+use super::verbatim::EntryText;
+use super::{scheduled_header, AsyncForm, Inst, Kind};
 use crate::hlo::ast::{Computation, Module};
 
 pub(super) fn write_header(out: &mut String, module: &Module) {
@@ -171,4 +172,54 @@ pub(super) fn write_instruction<'a>(
         let _ = write!(out, ", {name}={value}");
     }
     out.push('\n');
+}
+
+/// The written module: around the source's entry when there is one (its header marked
+/// scheduled), else every computation written from the syntax tree; the `clones` go just
+/// before the entry, whose instructions are `lines`.
+pub(super) fn module_text(
+    module: &Module,
+    source: Option<&EntryText<'_>>,
+    clones: &[Computation],
+    lines: &[String],
+) -> String {
+    let mut text = String::new();
+    match source {
+        Some(s) => {
+            let (before, head) = s.before();
+            text.push_str(&scheduled_header(before, module));
+            for c in clones {
+                write_computation(&mut text, c);
+            }
+            text.push_str(head);
+            for l in lines {
+                text.push_str(l);
+            }
+            text.push_str(s.after());
+        }
+        None => {
+            write_header(&mut text, module);
+            // The stack-frame tables go before the computations, where XLA prints (and its
+            // parser expects) them.
+            for t in &module.tables {
+                text.push_str(t);
+                text.push_str("\n\n");
+            }
+            for c in &module.computations {
+                if c.is_entry {
+                    for c in clones {
+                        write_computation(&mut text, c);
+                    }
+                    write_computation_head(&mut text, c);
+                    for l in lines {
+                        text.push_str(l);
+                    }
+                    write_computation_tail(&mut text, c);
+                } else {
+                    write_computation(&mut text, c);
+                }
+            }
+        }
+    }
+    text
 }

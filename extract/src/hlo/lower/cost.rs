@@ -96,6 +96,9 @@ const MOVEMENT: &[&str] = &[
 /// Reduction opcodes.
 const REDUCTIONS: &[&str] = &["reduce", "reduce-window", "all-reduce-scatter"];
 
+/// A compute instruction's class, flops, bytes and GEMM shape.
+type Cost = (ComputeClass, u64, u64, Option<GemmShape>);
+
 impl<'m> Lowerer<'m> {
     /// Class, flops, bytes and GEMM shape of a compute instruction.
     pub(super) fn cost(
@@ -116,140 +119,10 @@ impl<'m> Lowerer<'m> {
                 let (flops, g) = dot_cost(i, shapes)?;
                 (ComputeClass::Gemm, flops, io, Some(g))
             }
-            "convolution" => {
-                let rhs = i.operands.get(1).and_then(|o| shapes.get(o.as_str()));
-                let out_features = conv_output_features(i).unwrap_or(1).max(1);
-                let kernel = rhs.map_or(1, |s| s.elements());
-                let flops = 2u64
-                    .saturating_mul(i.shape.elements())
-                    .saturating_mul(kernel)
-                    / out_features;
-                (ComputeClass::Gemm, flops, io, None)
-            }
-            "fusion" | "call" | "async-start" => {
-                let attr = if op == "fusion" { "calls" } else { "to_apply" };
-                let attr = if i.attribute(attr).is_some() {
-                    attr
-                } else {
-                    "calls"
-                };
-                let comp = self.called(i, attr)?;
-                let inner = self.inner_cost(comp, 0)?;
-                let bytes = if op == "call" {
-                    inner.bytes.max(io)
-                } else {
-                    // What the fusion reads of each operand: all of it, unless it reaches the
-                    // output only through gathers and slices (see `read_fractions`).
-                    let read = read_fractions(comp);
-                    let unread: u64 = i
-                        .operands
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(k, o)| {
-                            let f = read.get(k).copied().unwrap_or(1.0);
-                            let b = shapes.get(o.as_str())?.bytes();
-                            Some(b - (b as f64 * f).ceil().min(b as f64) as u64)
-                        })
-                        .sum();
-                    let io = io.saturating_sub(unread);
-                    match in_place_update(comp) {
-                        // An in-place update (XLA's dynamic-update-slice and scatter
-                        // fusions): the buffer is neither read nor rewritten whole, only the
-                        // slices the update touches (an update operand's read is in `io`).
-                        Some(touched) => io
-                            .saturating_sub(i.shape.bytes().saturating_mul(2))
-                            .saturating_add(touched),
-                        None => io,
-                    }
-                };
-                let class = match inner.class() {
-                    ComputeClass::Reduction if normalises(comp) => ComputeClass::Norm,
-                    c => c,
-                };
-                (class, inner.flops, bytes, inner.gemm)
-            }
-            "conditional" => {
-                let branches: Vec<&str> = match i.attribute("branch_computations") {
-                    Some(a) => a.computations()?,
-                    None => ["true_computation", "false_computation"]
-                        .iter()
-                        .filter_map(|k| i.attribute(k))
-                        .map(|a| a.computation())
-                        .collect::<Result<_, _>>()?,
-                };
-                let mut best = Inner::default();
-                for b in branches {
-                    let comp = self.module.computation(b).ok_or_else(|| {
-                        self.error(i, format!("branch `%{b}` is not in the module"))
-                    })?;
-                    let c = self.inner_cost(comp, 0)?;
-                    if (c.flops, c.bytes) > (best.flops, best.bytes) {
-                        best = c;
-                    }
-                }
-                (
-                    ComputeClass::Other,
-                    best.flops,
-                    best.bytes.max(io),
-                    best.gemm,
-                )
-            }
-            "custom-call" => {
-                let target = i
-                    .attribute("custom_call_target")
-                    .map(|a| a.string())
-                    .transpose()?
-                    .unwrap_or_default();
-                let t = target.to_ascii_lowercase();
-                if let Some(dims) = cublas_dims(i)? {
-                    // A cuBLAS GEMM (`__cublas$gemm`, `__cublas$lt$matmul`, ...): result
-                    // element 0 is the product, element 1 the workspace (not counted).
-                    let out = match &i.shape {
-                        Shape::Tuple(v) => v.first().unwrap_or(&i.shape),
-                        s => s,
-                    };
-                    let lhs = i.operands.first().and_then(|o| shapes.get(o.as_str()));
-                    let rhs = i.operands.get(1).and_then(|o| shapes.get(o.as_str()));
-                    let (flops, g) = gemm_cost(lhs, rhs, out, &dims);
-                    let bytes = operand_bytes.saturating_add(out.bytes());
-                    (ComputeClass::Gemm, flops, bytes, Some(g))
-                } else if t.contains("attn") || t.contains("attention") || t.contains("fmha") {
-                    // Q is the first operand: [b, s, h, d].
-                    let q = i.operands.first().and_then(|o| shapes.get(o.as_str()));
-                    let dims = q.map_or(&[][..], |s| s.dims());
-                    let (b, s, h, d) = match dims {
-                        [b, s, h, d] => (*b, *s, *h, *d),
-                        _ => (1, 1, 1, 1),
-                    };
-                    let fwd = 4u64
-                        .saturating_mul(b)
-                        .saturating_mul(s)
-                        .saturating_mul(s)
-                        .saturating_mul(h)
-                        .saturating_mul(d);
-                    let flops = if t.contains("backward") || t.contains("bwd") {
-                        fwd.saturating_mul(5) / 2
-                    } else {
-                        fwd
-                    };
-                    let g = GemmShape {
-                        b: b.saturating_mul(h).max(1),
-                        m: s.max(1),
-                        n: s.max(1),
-                        k: d.max(1),
-                    };
-                    (ComputeClass::Attention, flops, io, Some(g))
-                } else {
-                    self.warn(
-                        &format!("custom-call:{target}"),
-                        format!(
-                            "custom-call target `{target}` (first at line {}) is costed as memory-bound: {} bytes",
-                            i.pos.line, io
-                        ),
-                    );
-                    (ComputeClass::Other, 0, io, None)
-                }
-            }
+            "convolution" => (ComputeClass::Gemm, conv_flops(i, shapes), io, None),
+            "fusion" | "call" | "async-start" => self.called_cost(i, shapes, io)?,
+            "conditional" => self.conditional_cost(i, io)?,
+            "custom-call" => self.custom_call_cost(i, shapes, operand_bytes, io)?,
             _ if ELEMENTWISE.contains(&op) => {
                 (ComputeClass::Elementwise, i.shape.elements(), io, None)
             }
@@ -257,24 +130,9 @@ impl<'m> Lowerer<'m> {
             // Scatter and gather touch what their updates and results hold, not their whole
             // operand (XLA's `HloCostAnalysis::HandleScatter` and `HandleGather`).
             "scatter" if i.operands.len() == 3 => {
-                let size = |k: usize| {
-                    i.operands
-                        .get(k)
-                        .and_then(|o| shapes.get(o.as_str()))
-                        .map_or(0, |s| s.bytes())
-                };
-                let bytes = size(2).saturating_mul(3).saturating_add(size(1));
-                (ComputeClass::Other, 0, bytes, None)
+                (ComputeClass::Other, 0, scatter_bytes(i, shapes), None)
             }
-            "gather" => {
-                let indices = i
-                    .operands
-                    .get(1)
-                    .and_then(|o| shapes.get(o.as_str()))
-                    .map_or(0, |s| s.bytes());
-                let bytes = i.shape.bytes().saturating_mul(2).saturating_add(indices);
-                (ComputeClass::Other, 0, bytes, None)
-            }
+            "gather" => (ComputeClass::Other, 0, gather_bytes(i, shapes), None),
             _ if MOVEMENT.contains(&op) => (ComputeClass::Other, 0, io, None),
             _ => {
                 self.warn(
@@ -289,6 +147,203 @@ impl<'m> Lowerer<'m> {
         })
     }
 
+    /// The cost of a `fusion`, `call` or `async-start`: the called computation's, its bytes
+    /// those of the instruction's operands and result as the computation reads and writes them.
+    fn called_cost(
+        &mut self,
+        i: &Instruction,
+        shapes: &BTreeMap<&str, &Shape>,
+        io: u64,
+    ) -> Result<Cost, HloError> {
+        let op = i.opcode.as_str();
+        let attr = if op == "fusion" { "calls" } else { "to_apply" };
+        let attr = if i.attribute(attr).is_some() {
+            attr
+        } else {
+            "calls"
+        };
+        let comp = self.called(i, attr)?;
+        let inner = self.inner_cost(comp, 0)?;
+        let bytes = if op == "call" {
+            inner.bytes.max(io)
+        } else {
+            fused_bytes(i, comp, shapes, io)
+        };
+        let class = match inner.class() {
+            ComputeClass::Reduction if normalises(comp) => ComputeClass::Norm,
+            c => c,
+        };
+        Ok((class, inner.flops, bytes, inner.gemm))
+    }
+
+    /// The cost of a `conditional`: its costliest branch's (by flops, then bytes).
+    fn conditional_cost(&mut self, i: &Instruction, io: u64) -> Result<Cost, HloError> {
+        let branches: Vec<&str> = match i.attribute("branch_computations") {
+            Some(a) => a.computations()?,
+            None => ["true_computation", "false_computation"]
+                .iter()
+                .filter_map(|k| i.attribute(k))
+                .map(|a| a.computation())
+                .collect::<Result<_, _>>()?,
+        };
+        let mut best = Inner::default();
+        for b in branches {
+            let comp = self
+                .module
+                .computation(b)
+                .ok_or_else(|| self.error(i, format!("branch `%{b}` is not in the module")))?;
+            let c = self.inner_cost(comp, 0)?;
+            if (c.flops, c.bytes) > (best.flops, best.bytes) {
+                best = c;
+            }
+        }
+        Ok((
+            ComputeClass::Other,
+            best.flops,
+            best.bytes.max(io),
+            best.gemm,
+        ))
+    }
+
+    /// The cost of a `custom-call`: a cuBLAS GEMM, an attention kernel, or else memory-bound
+    /// (with a warning).
+    fn custom_call_cost(
+        &mut self,
+        i: &Instruction,
+        shapes: &BTreeMap<&str, &Shape>,
+        operand_bytes: u64,
+        io: u64,
+    ) -> Result<Cost, HloError> {
+        let target = i
+            .attribute("custom_call_target")
+            .map(|a| a.string())
+            .transpose()?
+            .unwrap_or_default();
+        let t = target.to_ascii_lowercase();
+        Ok(if let Some(dims) = cublas_dims(i)? {
+            // A cuBLAS GEMM (`__cublas$gemm`, `__cublas$lt$matmul`, ...): result
+            // element 0 is the product, element 1 the workspace (not counted).
+            let out = match &i.shape {
+                Shape::Tuple(v) => v.first().unwrap_or(&i.shape),
+                s => s,
+            };
+            let lhs = i.operands.first().and_then(|o| shapes.get(o.as_str()));
+            let rhs = i.operands.get(1).and_then(|o| shapes.get(o.as_str()));
+            let (flops, g) = gemm_cost(lhs, rhs, out, &dims);
+            let bytes = operand_bytes.saturating_add(out.bytes());
+            (ComputeClass::Gemm, flops, bytes, Some(g))
+        } else if t.contains("attn") || t.contains("attention") || t.contains("fmha") {
+            attention_cost(i, shapes, &t, io)
+        } else {
+            self.warn(
+                &format!("custom-call:{target}"),
+                format!(
+                    "custom-call target `{target}` (first at line {}) is costed as memory-bound: {} bytes",
+                    i.pos.line, io
+                ),
+            );
+            (ComputeClass::Other, 0, io, None)
+        })
+    }
+}
+
+/// The flops of a convolution: two per output element and kernel element, over the output
+/// features.
+fn conv_flops(i: &Instruction, shapes: &BTreeMap<&str, &Shape>) -> u64 {
+    let rhs = i.operands.get(1).and_then(|o| shapes.get(o.as_str()));
+    let out_features = conv_output_features(i).unwrap_or(1).max(1);
+    let kernel = rhs.map_or(1, |s| s.elements());
+    2u64.saturating_mul(i.shape.elements())
+        .saturating_mul(kernel)
+        / out_features
+}
+
+/// The bytes a fusion moves: its operands' and result's, less what it leaves unread of each
+/// operand, an in-place update counted by the slices it touches.
+fn fused_bytes(
+    i: &Instruction,
+    comp: &Computation,
+    shapes: &BTreeMap<&str, &Shape>,
+    io: u64,
+) -> u64 {
+    // What the fusion reads of each operand: all of it, unless it reaches the
+    // output only through gathers and slices (see `read_fractions`).
+    let read = read_fractions(comp);
+    let unread: u64 = i
+        .operands
+        .iter()
+        .enumerate()
+        .filter_map(|(k, o)| {
+            let f = read.get(k).copied().unwrap_or(1.0);
+            let b = shapes.get(o.as_str())?.bytes();
+            Some(b - (b as f64 * f).ceil().min(b as f64) as u64)
+        })
+        .sum();
+    let io = io.saturating_sub(unread);
+    match in_place_update(comp) {
+        // An in-place update (XLA's dynamic-update-slice and scatter
+        // fusions): the buffer is neither read nor rewritten whole, only the
+        // slices the update touches (an update operand's read is in `io`).
+        Some(touched) => io
+            .saturating_sub(i.shape.bytes().saturating_mul(2))
+            .saturating_add(touched),
+        None => io,
+    }
+}
+
+/// The cost of an attention custom-call, from its Q operand `[b, s, h, d]`; a backward pass
+/// costs 2.5 times the forward's flops.
+fn attention_cost(i: &Instruction, shapes: &BTreeMap<&str, &Shape>, t: &str, io: u64) -> Cost {
+    // Q is the first operand: [b, s, h, d].
+    let q = i.operands.first().and_then(|o| shapes.get(o.as_str()));
+    let dims = q.map_or(&[][..], |s| s.dims());
+    let (b, s, h, d) = match dims {
+        [b, s, h, d] => (*b, *s, *h, *d),
+        _ => (1, 1, 1, 1),
+    };
+    let fwd = 4u64
+        .saturating_mul(b)
+        .saturating_mul(s)
+        .saturating_mul(s)
+        .saturating_mul(h)
+        .saturating_mul(d);
+    let flops = if t.contains("backward") || t.contains("bwd") {
+        fwd.saturating_mul(5) / 2
+    } else {
+        fwd
+    };
+    let g = GemmShape {
+        b: b.saturating_mul(h).max(1),
+        m: s.max(1),
+        n: s.max(1),
+        k: d.max(1),
+    };
+    (ComputeClass::Attention, flops, io, Some(g))
+}
+
+/// The bytes a three-operand scatter moves: its updates read, the slices they update read and
+/// written, and its indices.
+fn scatter_bytes(i: &Instruction, shapes: &BTreeMap<&str, &Shape>) -> u64 {
+    let size = |k: usize| {
+        i.operands
+            .get(k)
+            .and_then(|o| shapes.get(o.as_str()))
+            .map_or(0, |s| s.bytes())
+    };
+    size(2).saturating_mul(3).saturating_add(size(1))
+}
+
+/// The bytes a gather moves: its result read and written, and its indices.
+fn gather_bytes(i: &Instruction, shapes: &BTreeMap<&str, &Shape>) -> u64 {
+    let indices = i
+        .operands
+        .get(1)
+        .and_then(|o| shapes.get(o.as_str()))
+        .map_or(0, |s| s.bytes());
+    i.shape.bytes().saturating_mul(2).saturating_add(indices)
+}
+
+impl<'m> Lowerer<'m> {
     /// The element type a GEMM or attention instruction reads ([`Op::operand_dtype`]): its
     /// first operand's for a `dot`, a `convolution` or a custom-call; for a fusion (or a call),
     /// the first operand's of the first dot or convolution inside, depth first. `None` when

@@ -8,6 +8,18 @@ use super::{is_ident_start, PResult, Parser, NESTED, TABLES};
 use crate::hlo::ast::{Computation, Instruction, Module, Pos};
 use crate::hlo::HloError;
 
+/// A computation's body as parsed, before its shapes are inferred.
+struct Body<'a> {
+    /// The instructions, nested ones hoisted before their users.
+    instructions: Vec<Instruction>,
+    /// Whether each instruction's result shape is left to infer.
+    pending: Vec<bool>,
+    /// Where each instruction name is defined.
+    names: BTreeMap<&'a str, Pos>,
+    /// The `ROOT` instruction, when one is marked.
+    root: Option<usize>,
+}
+
 impl<'a> Parser<'a> {
     // ---------------------------------------------------------------- computations
 
@@ -20,6 +32,45 @@ impl<'a> Parser<'a> {
     ) -> PResult<(Computation, &'a str, usize)> {
         let start = self.at;
         let pos = self.pos(start);
+        let (is_entry, name, name_at) = self.computation_name(start)?;
+        let signature_at = self.at;
+        self.signature(name, name_at)?;
+        let open = self.at;
+        let signature = self.slice(signature_at, open).trim().to_string();
+        self.at += 1;
+        self.multiline = None;
+        self.nested = 0;
+        let Body {
+            mut instructions,
+            pending,
+            names,
+            root,
+        } = self.body(name, pos)?;
+        if self.nested > 0 {
+            name_nested(&mut instructions, &names);
+        }
+        super::infer::infer_shapes(&mut instructions, &pending, earlier, &mut self.budget)?;
+        if instructions.is_empty() {
+            return Err(self.error(open, format!("computation `%{name}` has no instructions")));
+        }
+        // `, execution_thread="..."` after the `}`.
+        let attributes = self.attributes()?;
+        let root = root.unwrap_or(instructions.len() - 1);
+        let computation = Computation {
+            name: name.to_string(),
+            is_entry,
+            instructions,
+            root,
+            pos,
+            signature,
+            attributes,
+        };
+        Ok((computation, name, name_at))
+    }
+
+    /// A computation's `ENTRY` keyword, if any, and its name and the name's offset; an
+    /// instruction (`ROOT %x`) at `start` is out of any computation.
+    fn computation_name(&mut self, start: usize) -> PResult<(bool, &'a str, usize)> {
         let mut is_entry = false;
         if self.word_at(start) == "ROOT" {
             self.at += 4;
@@ -44,7 +95,12 @@ impl<'a> Parser<'a> {
         }
         let name_at = self.at;
         let name = self.name("a computation (`%name (params) -> shape {`) or `ENTRY`")?;
-        let signature_at = self.at;
+        Ok((is_entry, name, name_at))
+    }
+
+    /// The parameters and result shape after computation `name`'s name, up to the `{` that
+    /// opens its body; an `=` there makes it an instruction out of any computation.
+    fn signature(&mut self, name: &str, name_at: usize) -> PResult<()> {
         let mut after = self.at;
         self.skip_ws()?;
         if self.peek() == Some(b'(') {
@@ -64,26 +120,24 @@ impl<'a> Parser<'a> {
             self.skip_ws()?;
         }
         match self.peek() {
-            Some(b'{') => {}
-            Some(b'=') => {
-                return Err(self.error(
-                    name_at,
-                    format!(
-                        "instruction `%{name}` outside any computation (did an extra `}}` \
-                         close the computation early?)"
-                    ),
-                ))
-            }
+            Some(b'{') => Ok(()),
+            Some(b'=') => Err(self.error(
+                name_at,
+                format!(
+                    "instruction `%{name}` outside any computation (did an extra `}}` \
+                     close the computation early?)"
+                ),
+            )),
             _ => {
                 let what = format!("`{{` to open the body of computation `%{name}`");
-                return Err(self.expected_after(after, &what));
+                Err(self.expected_after(after, &what))
             }
         }
-        let open = self.at;
-        let signature = self.slice(signature_at, open).trim().to_string();
-        self.at += 1;
-        self.multiline = None;
-        self.nested = 0;
+    }
+
+    /// The instructions of computation `name`'s body, after its `{`, up to and past its `}`;
+    /// names must be unique and one instruction at most the `ROOT`.
+    fn body(&mut self, name: &str, pos: Pos) -> PResult<Body<'a>> {
         let mut instructions: Vec<Instruction> = Vec::new();
         let mut pending: Vec<bool> = Vec::new();
         let mut names: BTreeMap<&'a str, Pos> = BTreeMap::new();
@@ -128,26 +182,12 @@ impl<'a> Parser<'a> {
             instructions.push(instruction);
             pending.push(infer);
         }
-        if self.nested > 0 {
-            name_nested(&mut instructions, &names);
-        }
-        super::infer::infer_shapes(&mut instructions, &pending, earlier, &mut self.budget)?;
-        if instructions.is_empty() {
-            return Err(self.error(open, format!("computation `%{name}` has no instructions")));
-        }
-        // `, execution_thread="..."` after the `}`.
-        let attributes = self.attributes()?;
-        let root = root.unwrap_or(instructions.len() - 1);
-        let computation = Computation {
-            name: name.to_string(),
-            is_entry,
+        Ok(Body {
             instructions,
+            pending,
+            names,
             root,
-            pos,
-            signature,
-            attributes,
-        };
-        Ok((computation, name, name_at))
+        })
     }
 
     /// The error for a computation that the end of input leaves open.

@@ -12,6 +12,9 @@ use super::MAX_DEPTH;
 use crate::hlo::ast::{Attribute, Computation, Instruction, Shape};
 use crate::hlo::HloError;
 
+mod layout;
+mod reductions;
+
 /// Whether XLA's parser infers the result shape of `opcode` when the text leaves it out
 /// (`CanInferShape` in `xla/hlo/parser/hlo_parser.cc`).
 pub(super) fn can_infer(opcode: &str) -> bool {
@@ -418,33 +421,12 @@ fn infer(i: &Instruction, ops: &[&Shape], earlier: &Earlier<'_>) -> IResult<Shap
     let op = i.opcode.as_str();
     match op {
         "tuple" => Ok(Shape::Tuple(ops.iter().map(|s| (*s).clone()).collect())),
-        "get-tuple-element" => {
-            count(ops, 1)?;
-            let k = attr(i, "index")?.integer().map_err(|e| e.to_string())?;
-            match ops[0] {
-                Shape::Tuple(v) => usize::try_from(k)
-                    .ok()
-                    .and_then(|k| v.get(k))
-                    .cloned()
-                    .ok_or_else(|| {
-                        format!("index {k} is out of the operand's {} elements", v.len())
-                    }),
-                _ => Err("the operand is not a tuple".into()),
-            }
-        }
+        "get-tuple-element" => tuple_element(i, ops),
         "after-all" => Ok(Shape::Token),
-        "add-dependency" | "while" | "opt-barrier" | "set-dimension-size" => ops
-            .first()
-            .map(|s| (*s).clone())
-            .ok_or_else(|| "no operand".to_string()),
+        "add-dependency" | "while" | "opt-barrier" | "set-dimension-size" => first_operand(ops),
         "partition-id" | "replica-id" => Ok(array("u32", Vec::new())),
         "get-dimension-size" => Ok(array("s32", Vec::new())),
-        "abs" => {
-            count(ops, 1)?;
-            let (t, _) = arr(ops[0], "the operand")?;
-            Ok(retyped(ops[0], real_type(t)))
-        }
-        "real" | "imag" => {
+        "abs" | "real" | "imag" => {
             count(ops, 1)?;
             let (t, _) = arr(ops[0], "the operand")?;
             Ok(retyped(ops[0], real_type(t)))
@@ -454,6 +436,100 @@ fn infer(i: &Instruction, ops: &[&Shape], earlier: &Earlier<'_>) -> IResult<Shap
             arr(ops[0], "the operand")?;
             Ok(retyped(ops[0], "pred"))
         }
+        "select" | "clamp" => {
+            count(ops, 3)?;
+            Ok(ops[1].clone())
+        }
+        "triangular-solve" => {
+            count(ops, 2)?;
+            Ok(ops[1].clone())
+        }
+        "call" => called(i, "to_apply", earlier).cloned(),
+        "conditional" => conditional(i, earlier),
+        "map" => map(i, ops, earlier),
+        "sort" => match ops {
+            [] => Err("no operand".into()),
+            [one] => Ok((*one).clone()),
+            many => Ok(Shape::Tuple(many.iter().map(|s| (*s).clone()).collect())),
+        },
+        "topk" => topk(i, ops),
+        "transpose" => layout::transpose(i, ops),
+        "broadcast" => layout::broadcast(i, ops),
+        "concatenate" => layout::concatenate(i, ops),
+        "pad" => layout::pad(i, ops),
+        "dot" => reductions::dot(i, ops),
+        "reduce" => reductions::reduce(i, ops),
+        "reduce-window" => reductions::reduce_window(i, ops),
+        "select-and-scatter" => first_operand(ops),
+        "convolution" => convolution(i, ops),
+        _ => elementwise(op, ops)
+            .unwrap_or_else(|| Err("concerto does not infer this opcode's shape".into())),
+    }
+}
+
+/// The shape of the first operand (ops that pass it through).
+fn first_operand(ops: &[&Shape]) -> IResult<Shape> {
+    ops.first()
+        .map(|s| (*s).clone())
+        .ok_or_else(|| "no operand".to_string())
+}
+
+/// The shape of `get-tuple-element`: the `index`-th element of the operand tuple.
+fn tuple_element(i: &Instruction, ops: &[&Shape]) -> IResult<Shape> {
+    count(ops, 1)?;
+    let k = attr(i, "index")?.integer().map_err(|e| e.to_string())?;
+    match ops[0] {
+        Shape::Tuple(v) => usize::try_from(k)
+            .ok()
+            .and_then(|k| v.get(k))
+            .cloned()
+            .ok_or_else(|| format!("index {k} is out of the operand's {} elements", v.len())),
+        _ => Err("the operand is not a tuple".into()),
+    }
+}
+
+/// The shape of `conditional`: its first branch's root.
+fn conditional(i: &Instruction, earlier: &Earlier<'_>) -> IResult<Shape> {
+    let first = match i.attribute("branch_computations") {
+        Some(a) => a
+            .computations()
+            .map_err(|e| e.to_string())?
+            .first()
+            .map(|s| s.to_string())
+            .ok_or_else(|| "`branch_computations` is empty".to_string())?,
+        None => attr(i, "true_computation")?
+            .computation()
+            .map_err(|e| e.to_string())?
+            .to_string(),
+    };
+    root_of(&first, earlier).cloned()
+}
+
+/// The shape of `map`: the operand's dimensions, the mapped computation's element type.
+fn map(i: &Instruction, ops: &[&Shape], earlier: &Earlier<'_>) -> IResult<Shape> {
+    let root = called(i, "to_apply", earlier)?;
+    let (t, _) = arr(root, "the mapped computation's root")?;
+    let first = ops.first().ok_or("no operand")?;
+    let (_, dims) = arr(first, "the operand")?;
+    Ok(array(t, dims.to_vec()))
+}
+
+/// The shape of `topk`: the values and their `s32` indices, the last dimension cut to `k`.
+fn topk(i: &Instruction, ops: &[&Shape]) -> IResult<Shape> {
+    count(ops, 1)?;
+    let (t, dims) = arr(ops[0], "the operand")?;
+    let k = attr(i, "k")?.integer().map_err(|e| e.to_string())?;
+    let k = u64::try_from(k).map_err(|_| "`k` is negative".to_string())?;
+    let mut d = dims.to_vec();
+    let last = d.last_mut().ok_or("the operand is a scalar")?;
+    *last = k;
+    Ok(Shape::Tuple(vec![array(t, d.clone()), array("s32", d)]))
+}
+
+/// The shape of an elementwise op (unary ones keep the operand's shape, binary ones broadcast),
+/// or `None` for any other opcode.
+fn elementwise(op: &str, ops: &[&Shape]) -> Option<IResult<Shape>> {
+    Some(match op {
         "acos"
         | "acosh"
         | "asin"
@@ -486,10 +562,7 @@ fn infer(i: &Instruction, ops: &[&Shape], earlier: &Earlier<'_>) -> IResult<Shap
         | "sinh"
         | "sqrt"
         | "tan"
-        | "tanh" => {
-            count(ops, 1)?;
-            Ok(ops[0].clone())
-        }
+        | "tanh" => count(ops, 1).map(|()| ops[0].clone()),
         "add"
         | "subtract"
         | "multiply"
@@ -507,222 +580,31 @@ fn infer(i: &Instruction, ops: &[&Shape], earlier: &Earlier<'_>) -> IResult<Shap
         | "shift-right-logical"
         | "mulhi"
         | "complex"
-        | "compare" => {
-            count(ops, 2)?;
-            let (t, a) = arr(ops[0], "the first operand")?;
-            let (_, b) = arr(ops[1], "the second operand")?;
-            let dims = if a.len() == b.len() {
-                a.iter().zip(b).map(|(x, y)| *x.max(y)).collect()
-            } else if a.len() > b.len() {
-                a.to_vec()
-            } else {
-                b.to_vec()
-            };
-            let dtype = match op {
-                "compare" => "pred",
-                "complex" if t == "f64" => "c128",
-                "complex" => "c64",
-                _ => t,
-            };
-            Ok(array(dtype, dims))
-        }
-        "select" | "clamp" => {
-            count(ops, 3)?;
-            Ok(ops[1].clone())
-        }
-        "triangular-solve" => {
-            count(ops, 2)?;
-            Ok(ops[1].clone())
-        }
-        "call" => called(i, "to_apply", earlier).cloned(),
-        "conditional" => {
-            let first = match i.attribute("branch_computations") {
-                Some(a) => a
-                    .computations()
-                    .map_err(|e| e.to_string())?
-                    .first()
-                    .map(|s| s.to_string())
-                    .ok_or_else(|| "`branch_computations` is empty".to_string())?,
-                None => attr(i, "true_computation")?
-                    .computation()
-                    .map_err(|e| e.to_string())?
-                    .to_string(),
-            };
-            root_of(&first, earlier).cloned()
-        }
-        "map" => {
-            let root = called(i, "to_apply", earlier)?;
-            let (t, _) = arr(root, "the mapped computation's root")?;
-            let first = ops.first().ok_or("no operand")?;
-            let (_, dims) = arr(first, "the operand")?;
-            Ok(array(t, dims.to_vec()))
-        }
-        "sort" => match ops {
-            [] => Err("no operand".into()),
-            [one] => Ok((*one).clone()),
-            many => Ok(Shape::Tuple(many.iter().map(|s| (*s).clone()).collect())),
-        },
-        "topk" => {
-            count(ops, 1)?;
-            let (t, dims) = arr(ops[0], "the operand")?;
-            let k = attr(i, "k")?.integer().map_err(|e| e.to_string())?;
-            let k = u64::try_from(k).map_err(|_| "`k` is negative".to_string())?;
-            let mut d = dims.to_vec();
-            let last = d.last_mut().ok_or("the operand is a scalar")?;
-            *last = k;
-            Ok(Shape::Tuple(vec![array(t, d.clone()), array("s32", d)]))
-        }
-        "transpose" => {
-            count(ops, 1)?;
-            let (t, dims) = arr(ops[0], "the operand")?;
-            let perm = dims_attr(i, "dimensions")?;
-            if perm.len() != dims.len() {
-                return Err("`dimensions` is not a permutation of the operand's".into());
-            }
-            let out = perm
-                .iter()
-                .map(|&p| dims.get(p).copied())
-                .collect::<Option<Vec<u64>>>()
-                .ok_or("`dimensions` names a dimension the operand lacks")?;
-            Ok(array(t, out))
-        }
-        "broadcast" => {
-            // XLA's `InferBroadcastShape(operand, sizes)`: the sizes, then the operand's.
-            count(ops, 1)?;
-            let (t, dims) = arr(ops[0], "the operand")?;
-            let mut out: Vec<u64> = dims_attr(i, "dimensions")?
-                .into_iter()
-                .map(|d| d as u64)
-                .collect();
-            out.extend_from_slice(dims);
-            Ok(array(t, out))
-        }
-        "concatenate" => {
-            let d = *dims_attr(i, "dimensions")?
-                .first()
-                .ok_or("`dimensions` is missing")?;
-            let first = ops.first().ok_or("no operand")?;
-            let (t, dims) = arr(first, "the first operand")?;
-            let mut out = dims.to_vec();
-            let mut total: u64 = 0;
-            for s in ops {
-                let (_, od) = arr(s, "an operand")?;
-                let n = od
-                    .get(d)
-                    .ok_or("`dimensions` is out of an operand's rank")?;
-                total = total.checked_add(*n).ok_or("the size overflows")?;
-            }
-            *out.get_mut(d).ok_or("`dimensions` is out of range")? = total;
-            Ok(array(t, out))
-        }
-        "pad" => {
-            count(ops, 2)?;
-            let (t, dims) = arr(ops[0], "the operand")?;
-            let padding = attr(i, "padding")?.value.trim().to_string();
-            let parts: Vec<&str> = padding.split('x').collect();
-            if parts.len() != dims.len() {
-                return Err(format!(
-                    "`padding` has {} dimensions, expected {}",
-                    parts.len(),
-                    dims.len()
-                ));
-            }
-            let mut out = Vec::with_capacity(dims.len());
-            for (&n, p) in dims.iter().zip(&parts) {
-                let (lo, rest) = split_pair(p).ok_or_else(|| format!("bad padding `{p}`"))?;
-                let (hi, interior) = match split_pair(rest) {
-                    Some((hi, interior)) => (hi, interior),
-                    None => (rest, "0"),
-                };
-                let int = |s: &str| {
-                    s.parse::<i64>()
-                        .map_err(|_| format!("`{s}` in `padding` is not an integer"))
-                };
-                let interior =
-                    u64::try_from(int(interior)?).map_err(|_| "negative interior padding")?;
-                let size = i128::from(n)
-                    + i128::from(n.saturating_sub(1)) * i128::from(interior)
-                    + i128::from(int(lo)?)
-                    + i128::from(int(hi)?);
-                out.push(u64::try_from(size).map_err(|_| "the padded size is negative")?);
-            }
-            Ok(array(t, out))
-        }
-        "dot" => {
-            count(ops, 2)?;
-            let (t, lhs) = arr(ops[0], "the lhs")?;
-            let (_, rhs) = arr(ops[1], "the rhs")?;
-            let lb = dims_attr(i, "lhs_batch_dims")?;
-            let lc = dims_attr(i, "lhs_contracting_dims")?;
-            let rb = dims_attr(i, "rhs_batch_dims")?;
-            let rc = dims_attr(i, "rhs_contracting_dims")?;
-            let mut out = Vec::new();
-            for &d in &lb {
-                out.push(*lhs.get(d).ok_or("`lhs_batch_dims` is out of range")?);
-            }
-            out.extend(
-                (0..lhs.len())
-                    .filter(|d| !lb.contains(d) && !lc.contains(d))
-                    .map(|d| lhs[d]),
-            );
-            out.extend(
-                (0..rhs.len())
-                    .filter(|d| !rb.contains(d) && !rc.contains(d))
-                    .map(|d| rhs[d]),
-            );
-            Ok(array(t, out))
-        }
-        "reduce" => {
-            if ops.is_empty() || ops.len() % 2 != 0 {
-                return Err("expected inputs and as many init values".into());
-            }
-            let n = ops.len() / 2;
-            let gone = dims_attr(i, "dimensions")?;
-            let mut outs = Vec::with_capacity(n);
-            for k in 0..n {
-                let (_, dims) = arr(ops[k], "an input")?;
-                let (t, _) = arr(ops[n + k], "an init value")?;
-                let kept = (0..dims.len())
-                    .filter(|d| !gone.contains(d))
-                    .map(|d| dims[d]);
-                outs.push(array(t, kept.collect()));
-            }
-            Ok(if n == 1 {
-                outs.remove(0)
-            } else {
-                Shape::Tuple(outs)
-            })
-        }
-        "reduce-window" => {
-            if ops.is_empty() || ops.len() % 2 != 0 {
-                return Err("expected inputs and as many init values".into());
-            }
-            let n = ops.len() / 2;
-            let mut outs = Vec::with_capacity(n);
-            for k in 0..n {
-                let (_, dims) = arr(ops[k], "an input")?;
-                let (t, _) = arr(ops[n + k], "an init value")?;
-                let w = window(i, dims.len(), &[])?;
-                let out = dims
-                    .iter()
-                    .zip(&w)
-                    .map(|(&d, w)| window_dim(d, w))
-                    .collect::<IResult<Vec<u64>>>()?;
-                outs.push(array(t, out));
-            }
-            Ok(if n == 1 {
-                outs.remove(0)
-            } else {
-                Shape::Tuple(outs)
-            })
-        }
-        "select-and-scatter" => ops
-            .first()
-            .map(|s| (*s).clone())
-            .ok_or_else(|| "no operand".to_string()),
-        "convolution" => convolution(i, ops),
-        _ => Err("concerto does not infer this opcode's shape".into()),
-    }
+        | "compare" => binary(op, ops),
+        _ => return None,
+    })
+}
+
+/// The shape of a binary elementwise op: the larger operand's dimensions, per dimension the
+/// larger size when ranks agree; `pred` for `compare`, complex for `complex`.
+fn binary(op: &str, ops: &[&Shape]) -> IResult<Shape> {
+    count(ops, 2)?;
+    let (t, a) = arr(ops[0], "the first operand")?;
+    let (_, b) = arr(ops[1], "the second operand")?;
+    let dims = if a.len() == b.len() {
+        a.iter().zip(b).map(|(x, y)| *x.max(y)).collect()
+    } else if a.len() > b.len() {
+        a.to_vec()
+    } else {
+        b.to_vec()
+    };
+    let dtype = match op {
+        "compare" => "pred",
+        "complex" if t == "f64" => "c128",
+        "complex" => "c64",
+        _ => t,
+    };
+    Ok(array(dtype, dims))
 }
 
 /// The result shape of a convolution, from `dim_labels` (`b01f_01io->b01f`), `window`,
