@@ -94,6 +94,8 @@ pub use search::{fuse, fuse_by, fuse_under, mapped_order, Judge};
 
 use concerto_graph::{CollectiveKind, Graph, LinkClass, Op, OpId, OpKind};
 
+use crate::rewritten::describe;
+
 /// Options of [`fuse`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FuseConfig {
@@ -157,13 +159,4 @@ fn class(op: &Op) -> Option<Class> {
 
 fn class_str((kind, group, link): Class) -> String {
     format!("{} over {group} ranks, {}", kind.as_str(), link.as_str())
-}
-
-/// `` `name` (#i) `` of an op of `graph`, or `#i` when out of range.
-fn describe(graph: &Graph, o: OpId) -> String {
-    if o.0 < graph.len() {
-        format!("`{}` (#{})", graph.op(o).name, o.0)
-    } else {
-        format!("#{} (out of range: the graph has {} ops)", o.0, graph.len())
-    }
 }

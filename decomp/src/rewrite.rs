@@ -53,6 +53,7 @@ pub use check::check;
 use concerto_graph::{ComputeClass, Graph, GraphBuilder, Op, OpId, OpKind};
 
 use crate::error::DecompError;
+use crate::rewritten::describe;
 use crate::split::{Axis, Context, Family};
 
 /// Splits every op of `ctx` into `ctx.n` chunks, `chunk(op, i)` for `i` in `0..n` (the name
@@ -172,15 +173,6 @@ pub fn rewrite(
     };
     check(graph, &r)?;
     Ok(r)
-}
-
-/// `` `name` (#i) `` of an op of `graph`, or `#i` when out of range.
-fn describe(graph: &Graph, o: OpId) -> String {
-    if o.0 < graph.len() {
-        format!("`{}` (#{})", graph.op(o).name, o.0)
-    } else {
-        format!("#{} (out of range: the graph has {} ops)", o.0, graph.len())
-    }
 }
 
 fn validate(graph: &Graph, ctx: &Context) -> Result<(), DecompError> {

@@ -11,6 +11,31 @@
 
 use concerto_graph::{Graph, Op, OpId};
 
+/// `` `name` (#i) `` of an op of `graph`, or `#i` when out of range.
+pub(crate) fn describe(graph: &Graph, o: OpId) -> String {
+    if o.0 < graph.len() {
+        format!("`{}` (#{})", graph.op(o).name, o.0)
+    } else {
+        format!("#{} (out of range: the graph has {} ops)", o.0, graph.len())
+    }
+}
+
+/// Every op's `(producer, output)` inputs (the preamble of the checks of splits and fusion);
+/// errors naming the first edge that does not go forward in program order.
+pub(crate) fn forward_inputs(g: &Graph) -> Result<Vec<Vec<(OpId, usize)>>, String> {
+    let ins: Vec<Vec<(OpId, usize)>> = g.ids().map(|x| g.inputs(x)).collect();
+    for x in g.ids() {
+        if let Some(&(p, _)) = ins[x.0].iter().find(|(p, _)| *p >= x) {
+            return Err(format!(
+                "edge {} -> {} does not go forward in program order",
+                describe(g, p),
+                describe(g, x)
+            ));
+        }
+    }
+    Ok(ins)
+}
+
 /// Where an op of a rewritten graph comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]

@@ -164,8 +164,23 @@ impl fmt::Display for Violations {
 /// intervals), reporting each maximal overloaded interval once. Cost: `O(m + R n log n)`.
 pub fn check(problem: &Problem, schedule: &Schedule) -> Result<Time, Violations> {
     let starts = schedule.starts();
-    let acts = problem.activities();
     let mut violations = Vec::new();
+    check_starts(problem, starts, &mut violations);
+    check_precedences(problem, starts, &mut violations);
+    for r in 0..problem.resources().len() {
+        check_resource(problem, starts, r, &mut violations);
+    }
+    if violations.is_empty() {
+        Ok(schedule.makespan(problem))
+    } else {
+        Err(Violations(violations))
+    }
+}
+
+/// One start per activity, not negative, not before its release, its finish representable
+/// and not after its deadline.
+fn check_starts(problem: &Problem, starts: &[Time], violations: &mut Vec<Violation>) {
+    let acts = problem.activities();
     if starts.len() > acts.len() {
         violations.push(Violation::ExtraStarts {
             starts: starts.len(),
@@ -177,7 +192,6 @@ pub fn check(problem: &Problem, schedule: &Schedule) -> Result<Time, Violations>
             activity: a.name.clone(),
         });
     }
-    let known = starts.len().min(acts.len());
     for (a, &s) in acts.iter().zip(starts) {
         if s < 0 {
             violations.push(Violation::NegativeStart {
@@ -208,6 +222,12 @@ pub fn check(problem: &Problem, schedule: &Schedule) -> Result<Time, Violations>
             }
         }
     }
+}
+
+/// Every precedence between activities with a start, arc by arc.
+fn check_precedences(problem: &Problem, starts: &[Time], violations: &mut Vec<Violation>) {
+    let acts = problem.activities();
+    let known = starts.len().min(acts.len());
     for p in problem.precedences() {
         let (i, j) = (p.from.index(), p.to.index());
         if i >= known || j >= known {
@@ -226,63 +246,64 @@ pub fn check(problem: &Problem, schedule: &Schedule) -> Result<Time, Violations>
             });
         }
     }
-    for (r, resource) in problem.resources().iter().enumerate() {
-        // (time, +1 start / 0 finish, activity): finishes sort before starts.
-        let mut events: Vec<(Time, u8, usize)> = Vec::new();
-        for (i, a) in acts.iter().enumerate().take(known) {
-            if a.duration > 0 && a.demands[r] > 0 {
-                events.push((starts[i], 1, i));
-                events.push((starts[i].saturating_add(a.duration), 0, i));
-            }
-        }
-        events.sort_unstable();
-        let mut usage: u64 = 0;
-        let mut overload: Option<(Time, u64, Vec<usize>)> = None;
-        let mut running: Vec<usize> = Vec::new();
-        let mut k = 0;
-        while k < events.len() {
-            let t = events[k].0;
-            while k < events.len() && events[k].0 == t {
-                let (_, kind, i) = events[k];
-                let d = u64::from(acts[i].demands[r]);
-                if kind == 1 {
-                    usage += d;
-                    running.push(i);
-                } else {
-                    usage -= d;
-                    if let Some(pos) = running.iter().position(|&x| x == i) {
-                        running.swap_remove(pos);
-                    }
-                }
-                k += 1;
-            }
-            let over = usage > u64::from(resource.capacity);
-            match (&mut overload, over) {
-                (None, true) => {
-                    let mut names = running.clone();
-                    names.sort_unstable();
-                    overload = Some((t, usage, names));
-                }
-                (Some((_, peak, _)), true) => *peak = (*peak).max(usage),
-                (Some(_), false) => {
-                    let (from, peak, names) = overload.take().expect("matched Some");
-                    violations.push(Violation::OverCapacity {
-                        resource: resource.name.clone(),
-                        from,
-                        until: t,
-                        usage: peak,
-                        capacity: resource.capacity,
-                        running: names.iter().map(|&i| acts[i].name.clone()).collect(),
-                    });
-                }
-                (None, false) => {}
-            }
+}
+
+/// Resource `r` by a sweep over start and finish events (finishes before starts at equal
+/// times), each maximal overloaded interval once.
+fn check_resource(problem: &Problem, starts: &[Time], r: usize, violations: &mut Vec<Violation>) {
+    let acts = problem.activities();
+    let resource = &problem.resources()[r];
+    let known = starts.len().min(acts.len());
+    // (time, +1 start / 0 finish, activity): finishes sort before starts.
+    let mut events: Vec<(Time, u8, usize)> = Vec::new();
+    for (i, a) in acts.iter().enumerate().take(known) {
+        if a.duration > 0 && a.demands[r] > 0 {
+            events.push((starts[i], 1, i));
+            events.push((starts[i].saturating_add(a.duration), 0, i));
         }
     }
-    if violations.is_empty() {
-        Ok(schedule.makespan(problem))
-    } else {
-        Err(Violations(violations))
+    events.sort_unstable();
+    let mut usage: u64 = 0;
+    let mut overload: Option<(Time, u64, Vec<usize>)> = None;
+    let mut running: Vec<usize> = Vec::new();
+    let mut k = 0;
+    while k < events.len() {
+        let t = events[k].0;
+        while k < events.len() && events[k].0 == t {
+            let (_, kind, i) = events[k];
+            let d = u64::from(acts[i].demands[r]);
+            if kind == 1 {
+                usage += d;
+                running.push(i);
+            } else {
+                usage -= d;
+                if let Some(pos) = running.iter().position(|&x| x == i) {
+                    running.swap_remove(pos);
+                }
+            }
+            k += 1;
+        }
+        let over = usage > u64::from(resource.capacity);
+        match (&mut overload, over) {
+            (None, true) => {
+                let mut names = running.clone();
+                names.sort_unstable();
+                overload = Some((t, usage, names));
+            }
+            (Some((_, peak, _)), true) => *peak = (*peak).max(usage),
+            (Some(_), false) => {
+                let (from, peak, names) = overload.take().expect("matched Some");
+                violations.push(Violation::OverCapacity {
+                    resource: resource.name.clone(),
+                    from,
+                    until: t,
+                    usage: peak,
+                    capacity: resource.capacity,
+                    running: names.iter().map(|&i| acts[i].name.clone()).collect(),
+                });
+            }
+            (None, false) => {}
+        }
     }
 }
 

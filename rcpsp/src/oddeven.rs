@@ -202,58 +202,12 @@ impl OddEven {
     /// short `sgs` run.
     pub fn run(&self, problem: &Problem, limits: &Limits) -> Result<OddEvenReport, SolveError> {
         limits.validate(problem)?;
-        if self.config.block == 0
-            || self.config.window_time_limit.is_zero()
-            || self.config.window_work_limit == Some(0)
-        {
-            return Err(SolveError::InvalidLimits {
-                reason: format!(
-                    "the block size, the window time limit and the window work limit must be \
-                     positive, got {}, {:?} and {:?}",
-                    self.config.block, self.config.window_time_limit, self.config.window_work_limit
-                ),
-            });
-        }
+        self.check_config()?;
         let clock = limits.clock();
         // Energetic reasoning only up to `ENERGETIC_MAX_ACTIVITIES`, as `lower_bound` decides.
         let bound = bounds::lower_bound(problem);
         if problem.len() <= 2 * self.config.block {
-            let mut outcome = self.inner.solve(problem, limits)?;
-            outcome.solver = self.name.clone();
-            // The start is the caller's schedule when one was given; the inner solver's answer
-            // never replaces it with a worse one.
-            let start_makespan = match &limits.initial {
-                Some(initial) => {
-                    let m = initial.makespan(problem);
-                    if outcome.makespan.is_none_or(|found| found > m) {
-                        outcome = verified(
-                            problem,
-                            Outcome::with_schedule(
-                                problem,
-                                initial.clone(),
-                                outcome.lower_bound.min(m),
-                                outcome
-                                    .status
-                                    .stop_reason()
-                                    .unwrap_or(StopReason::WorkLimit),
-                                &self.name,
-                                outcome.elapsed,
-                                outcome.work,
-                            ),
-                        )?;
-                    }
-                    m
-                }
-                None => outcome.makespan.unwrap_or(0),
-            };
-            return Ok(OddEvenReport {
-                start_makespan,
-                start_time: outcome.elapsed,
-                work: outcome.work,
-                outcome,
-                rounds: Vec::new(),
-                bound,
-            });
+            return self.solve_whole(problem, limits, bound);
         }
         let start = match &limits.initial {
             Some(s) => s.clone(),
@@ -269,44 +223,8 @@ impl OddEven {
                 solver: self.name.clone(),
                 message: format!("cannot start {} threads: {e}", limits.threads),
             })?;
-        let mut rounds = Vec::new();
-        let mut reason = StopReason::WorkLimit;
-        let mut stale = 0;
-        let mut used = 0u64;
-        'rounds: for round in 1..=self.config.rounds {
-            let began = Instant::now();
-            let before = state.makespan;
-            let mut done = Pass::default();
-            for offset in [0, self.config.block] {
-                if let Some(r) = clock.should_stop() {
-                    reason = r;
-                    rounds.push(report(round, &state, bound, &done, began));
-                    break 'rounds;
-                }
-                let pass =
-                    pool.install(|| self.pass(problem, &mut state, offset, limits, &clock, used));
-                used = used.saturating_add(pass.work);
-                done.add(&pass);
-                if pass.spent {
-                    reason = StopReason::WorkLimit;
-                    rounds.push(report(round, &state, bound, &done, began));
-                    break 'rounds;
-                }
-            }
-            rounds.push(report(round, &state, bound, &done, began));
-            if state.makespan <= bound.value {
-                break;
-            }
-            stale = if state.makespan < before {
-                0
-            } else {
-                stale + 1
-            };
-            if done.improved == 0 || stale >= self.config.patience {
-                reason = StopReason::Exhausted;
-                break;
-            }
-        }
+        let (rounds, reason, used) =
+            self.run_rounds(problem, limits, &clock, bound, &pool, &mut state);
         let outcome = verified(
             problem,
             Outcome::with_schedule(
@@ -327,6 +245,122 @@ impl OddEven {
             bound,
             work: used,
         })
+    }
+
+    /// Errors unless the block size, the window time limit and the window work limit are
+    /// positive.
+    fn check_config(&self) -> Result<(), SolveError> {
+        if self.config.block == 0
+            || self.config.window_time_limit.is_zero()
+            || self.config.window_work_limit == Some(0)
+        {
+            return Err(SolveError::InvalidLimits {
+                reason: format!(
+                    "the block size, the window time limit and the window work limit must be \
+                     positive, got {}, {:?} and {:?}",
+                    self.config.block, self.config.window_time_limit, self.config.window_work_limit
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// A problem no larger than two blocks, solved whole by the inner solver; never worse
+    /// than the caller's start.
+    fn solve_whole(
+        &self,
+        problem: &Problem,
+        limits: &Limits,
+        bound: LowerBound,
+    ) -> Result<OddEvenReport, SolveError> {
+        let mut outcome = self.inner.solve(problem, limits)?;
+        outcome.solver = self.name.clone();
+        // The start is the caller's schedule when one was given; the inner solver's answer
+        // never replaces it with a worse one.
+        let start_makespan = match &limits.initial {
+            Some(initial) => {
+                let m = initial.makespan(problem);
+                if outcome.makespan.is_none_or(|found| found > m) {
+                    outcome = verified(
+                        problem,
+                        Outcome::with_schedule(
+                            problem,
+                            initial.clone(),
+                            outcome.lower_bound.min(m),
+                            outcome
+                                .status
+                                .stop_reason()
+                                .unwrap_or(StopReason::WorkLimit),
+                            &self.name,
+                            outcome.elapsed,
+                            outcome.work,
+                        ),
+                    )?;
+                }
+                m
+            }
+            None => outcome.makespan.unwrap_or(0),
+        };
+        Ok(OddEvenReport {
+            start_makespan,
+            start_time: outcome.elapsed,
+            work: outcome.work,
+            outcome,
+            rounds: Vec::new(),
+            bound,
+        })
+    }
+
+    /// The rounds of odd and even passes over `state` until the bound, no improvement for
+    /// `patience` rounds, the clock or the work budget stops them; returns each round's
+    /// report, why they stopped and the work used.
+    fn run_rounds<'p>(
+        &self,
+        problem: &'p Problem,
+        limits: &Limits,
+        clock: &Clock,
+        bound: LowerBound,
+        pool: &rayon::ThreadPool,
+        state: &mut State<'p>,
+    ) -> (Vec<RoundReport>, StopReason, u64) {
+        let mut rounds = Vec::new();
+        let mut reason = StopReason::WorkLimit;
+        let mut stale = 0;
+        let mut used = 0u64;
+        'rounds: for round in 1..=self.config.rounds {
+            let began = Instant::now();
+            let before = state.makespan;
+            let mut done = Pass::default();
+            for offset in [0, self.config.block] {
+                if let Some(r) = clock.should_stop() {
+                    reason = r;
+                    rounds.push(report(round, state, bound, &done, began));
+                    break 'rounds;
+                }
+                let pass = pool.install(|| self.pass(problem, state, offset, limits, clock, used));
+                used = used.saturating_add(pass.work);
+                done.add(&pass);
+                if pass.spent {
+                    reason = StopReason::WorkLimit;
+                    rounds.push(report(round, state, bound, &done, began));
+                    break 'rounds;
+                }
+            }
+            rounds.push(report(round, state, bound, &done, began));
+            if state.makespan <= bound.value {
+                break;
+            }
+            stale = if state.makespan < before {
+                0
+            } else {
+                stale + 1
+            };
+            if done.improved == 0 || stale >= self.config.patience {
+                reason = StopReason::Exhausted;
+                break;
+            }
+        }
+        (rounds, reason, used)
     }
 
     /// The starting schedule: a short `sgs` run.

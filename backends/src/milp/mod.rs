@@ -78,6 +78,7 @@ mod highs;
 #[cfg(feature = "microlp")]
 mod microlp;
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 pub use modes::{MilpModal, MAX_MODAL_BINARIES};
@@ -222,77 +223,26 @@ impl Solver for Milp {
 
     fn solve(&self, problem: &Problem, limits: &Limits) -> Result<Outcome, SolveError> {
         let initial = limits.validate(problem)?;
-        if !(self.config.mip_gap.is_finite() && self.config.mip_gap >= 0.0) {
-            return Err(SolveError::InvalidLimits {
-                reason: format!(
-                    "the MIP gap must be finite and >= 0, got {}",
-                    self.config.mip_gap
-                ),
-            });
-        }
-        let clock = limits.clock();
-        let name = self.name();
-        let mut bound = lower_bound(problem).value;
-        let finish = |schedule: Option<Schedule>, bound: Time, status: Status, work: u64| {
-            let makespan = schedule.as_ref().map(|s| s.makespan(problem));
-            verified(
-                problem,
-                Outcome {
-                    status,
-                    makespan,
-                    schedule,
-                    lower_bound: bound,
-                    solver: name.to_owned(),
-                    elapsed: clock.elapsed(),
-                    work,
-                },
-            )
+        self.check_gap()?;
+        let run = Run {
+            problem,
+            name: self.name(),
+            clock: limits.clock(),
         };
+        let bound = lower_bound(problem).value;
         if concerto_rcpsp::temporal::window_conflict(problem).is_some() {
-            return finish(None, bound, Status::Infeasible, 0);
+            return run.finish(None, bound, Status::Infeasible, 0);
         }
-        let incumbent = self.incumbent(problem, limits, &clock, initial)?;
-        let incumbent_makespan = incumbent.as_ref().map(|s| s.makespan(problem));
-        // The horizon: the incumbent's makespan, or a tighter bound the caller gave; without
-        // either, the problem's horizon, which some optimal schedule (an active one) respects.
-        let mut horizon = incumbent_makespan.unwrap_or(problem.horizon());
-        if let Some(ub) = limits.upper_bound {
-            horizon = horizon.min(ub);
-        }
-        let warm_schedule = incumbent
-            .clone()
-            .filter(|_| incumbent_makespan == Some(horizon));
-        if warm_schedule.is_some() && bound >= horizon {
-            return finish(incumbent, horizon, Status::Optimal, 0);
-        }
-        // Some backends search for a strictly better schedule instead of a warm start.
-        let improve_only = warm_schedule.is_some() && self.backend.searches_below_incumbent();
-        let (horizon, warm) = if improve_only {
-            (horizon - 1, None)
-        } else {
-            (horizon, warm_schedule.as_ref())
+        let incumbent = self.incumbent(problem, limits, &run.clock, initial)?;
+        let plan = match self.plan(&run, limits, incumbent, bound) {
+            ControlFlow::Continue(plan) => plan,
+            ControlFlow::Break(outcome) => return outcome,
         };
-        if horizon < bound {
-            // No schedule within the caller's bound: the combinatorial bound proves it.
-            return finish(None, bound, Status::Infeasible, 0);
-        }
-        // The incumbent, if the caller's bound allows it (for `improve_only` it is the one
-        // schedule just above the model's horizon).
-        let within = incumbent
-            .clone()
-            .filter(|s| s.makespan(problem) <= horizon + Time::from(improve_only));
-        if let Some(reason) = clock.should_stop() {
-            return match within {
-                Some(s) => finish(Some(s), bound, Status::Feasible(reason), 0),
-                None => finish(None, bound, Status::Unknown(reason), 0),
-            };
-        }
-
-        let (model, starts) = self.build(problem, horizon, warm);
+        let (model, starts) = self.build(problem, plan.horizon, plan.warm.as_ref());
         // The backend's own limit ends a little before the deadline so that its answer (with
         // its bound) arrives before the caller stops waiting for it.
         let options = RunOptions {
-            time_limit: clock.remaining().map(|left| {
+            time_limit: run.clock.remaining().map(|left| {
                 left.saturating_sub(margin(limits))
                     .max(Duration::from_millis(1))
             }),
@@ -302,94 +252,106 @@ impl Solver for Milp {
             work_limit: limits.work_limit,
         };
         let raw = self
-            .run(model, &options, &clock, limits)
+            .run(model, &options, &run.clock, limits)
             .map_err(|message| SolveError::Backend {
-                solver: name.to_owned(),
+                solver: run.name.to_owned(),
                 message,
             })?;
-        let work = raw.nodes;
-        if let Some(b) = raw.bound.filter(|b| b.is_finite()) {
-            // Integer makespans: a bound of 41.2 proves 42.
-            bound = bound.max((b - 1e-6).ceil() as Time);
-        }
-        let solution = match &raw.values {
-            Some(values) => {
-                let starts = starts.read(values).ok_or_else(|| SolveError::Backend {
-                    solver: name.to_owned(),
-                    message: "the solution has a fractional or ambiguous start time".into(),
-                })?;
-                let schedule = Schedule::new(starts);
-                match check(problem, &schedule) {
-                    Ok(_) => Some(schedule),
-                    // CBC reports Ok with garbage values when it has no solution (objective
-                    // 1e50); other backends never should.
-                    Err(_) if raw.status == RawStatus::TimeLimit && self.garbage_possible() => None,
-                    Err(violations) => {
-                        return Err(SolveError::InvalidAnswer {
-                            solver: name.to_owned(),
-                            violations,
-                        })
-                    }
-                }
-            }
-            None => None,
-        };
-        // The best schedule: the backend's, unless the incumbent is better.
-        let best = match (solution, within) {
-            (Some(s), Some(i)) if i.makespan(problem) < s.makespan(problem) => Some(i),
-            (Some(s), _) => Some(s),
-            (None, i) => i,
-        };
-        if improve_only {
-            // The model's bound holds only below the incumbent.
-            bound = bound.min(horizon + 1);
-        }
-        match raw.status {
-            RawStatus::Infeasible if improve_only => {
-                // Nothing better than the incumbent exists.
-                finish(best, horizon + 1, Status::Optimal, work)
-            }
-            RawStatus::Infeasible => {
-                if warm.is_some() {
-                    // The warm start is feasible for the model: a claim of infeasibility is a
-                    // backend failure, not an answer.
-                    return Err(SolveError::Backend {
-                        solver: name.to_owned(),
-                        message: "reported infeasible although the warm start is feasible".into(),
-                    });
-                }
-                finish(None, bound.max(horizon + 1), Status::Infeasible, work)
-            }
-            RawStatus::Optimal => match best {
-                Some(s) => {
-                    let m = s.makespan(problem);
-                    finish(Some(s), m, Status::Optimal, work)
-                }
-                None => Err(SolveError::Backend {
-                    solver: name.to_owned(),
-                    message: "reported optimal without a solution".into(),
-                }),
-            },
-            RawStatus::GapReached | RawStatus::WorkLimit | RawStatus::TimeLimit => {
-                let reason = match raw.status {
-                    RawStatus::GapReached => StopReason::GapLimit,
-                    RawStatus::WorkLimit => StopReason::WorkLimit,
-                    _ => clock.should_stop().unwrap_or(StopReason::TimeLimit),
-                };
-                match best {
-                    Some(s) => {
-                        let status = if bound >= s.makespan(problem) {
-                            Status::Optimal
-                        } else {
-                            Status::Feasible(reason)
-                        };
-                        finish(Some(s), bound, status, work)
-                    }
-                    None => finish(None, bound, Status::Unknown(reason), work),
-                }
-            }
-        }
+        self.settle(&run, plan, &raw, &starts, bound)
     }
+}
+
+/// What one RCPSP solve reports with: the problem, the solver's name and the clock.
+struct Run<'a> {
+    /// The problem.
+    problem: &'a Problem,
+    /// The solver's name.
+    name: &'a str,
+    /// The solve's clock.
+    clock: Clock,
+}
+
+impl Run<'_> {
+    /// The verified outcome of `schedule`, `bound`, `status` and `work`.
+    fn finish(
+        &self,
+        schedule: Option<Schedule>,
+        bound: Time,
+        status: Status,
+        work: u64,
+    ) -> Result<Outcome, SolveError> {
+        let makespan = schedule.as_ref().map(|s| s.makespan(self.problem));
+        verified(
+            self.problem,
+            Outcome {
+                status,
+                makespan,
+                schedule,
+                lower_bound: bound,
+                solver: self.name.to_owned(),
+                elapsed: self.clock.elapsed(),
+                work,
+            },
+        )
+    }
+}
+
+/// The model a solve runs: its horizon, warm start and the incumbent it must beat.
+struct Plan {
+    /// The model's horizon (one below the incumbent's makespan when `improve_only`).
+    horizon: Time,
+    /// The warm start, if the backend takes one.
+    warm: Option<Schedule>,
+    /// Whether the model asks for a strictly better schedule than the incumbent.
+    improve_only: bool,
+    /// The incumbent, if the caller's bound allows it.
+    within: Option<Schedule>,
+}
+
+/// How a backend's status reads, before the caller's bounds and outcome type (one mapping for
+/// the RCPSP and the modal MILP).
+pub(crate) enum Verdict {
+    /// A model capped below the incumbent is infeasible: nothing better exists.
+    IncumbentOptimal,
+    /// The model is infeasible.
+    Infeasible,
+    /// The backend proved its solution optimal.
+    Optimal,
+    /// The backend stopped for this reason.
+    Stopped(StopReason),
+}
+
+/// The verdict of a backend's `status` for a model capped below the incumbent
+/// (`improve_only`) or given a `warm` start. Errors when a warm-started model is reported
+/// infeasible (a backend failure, not an answer).
+pub(crate) fn verdict(
+    status: RawStatus,
+    improve_only: bool,
+    warm: bool,
+    clock: &Clock,
+    solver: &str,
+) -> Result<Verdict, SolveError> {
+    Ok(match status {
+        RawStatus::Infeasible if improve_only => Verdict::IncumbentOptimal,
+        RawStatus::Infeasible => {
+            if warm {
+                // The warm start is feasible for the model: a claim of infeasibility is a
+                // backend failure, not an answer.
+                return Err(SolveError::Backend {
+                    solver: solver.to_owned(),
+                    message: "reported infeasible although the warm start is feasible".into(),
+                });
+            }
+            Verdict::Infeasible
+        }
+        RawStatus::Optimal => Verdict::Optimal,
+        RawStatus::GapReached => Verdict::Stopped(StopReason::GapLimit),
+        RawStatus::WorkLimit => Verdict::Stopped(StopReason::WorkLimit),
+        // The wait for the backend ends at the deadline or on the cancel flag.
+        RawStatus::TimeLimit => {
+            Verdict::Stopped(clock.should_stop().unwrap_or(StopReason::TimeLimit))
+        }
+    })
 }
 
 impl Milp {
@@ -422,6 +384,160 @@ impl Milp {
             (None, s, _) => s.clone(),
         };
         Ok(best)
+    }
+
+    /// Errors unless the configured MIP gap is finite and not negative.
+    fn check_gap(&self) -> Result<(), SolveError> {
+        if !(self.config.mip_gap.is_finite() && self.config.mip_gap >= 0.0) {
+            return Err(SolveError::InvalidLimits {
+                reason: format!(
+                    "the MIP gap must be finite and >= 0, got {}",
+                    self.config.mip_gap
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// The model to run for `incumbent`, or the outcome when none is needed: the incumbent
+    /// meets the lower bound, the caller's bound leaves no schedule, or time is up.
+    fn plan(
+        &self,
+        run: &Run<'_>,
+        limits: &Limits,
+        incumbent: Option<Schedule>,
+        bound: Time,
+    ) -> ControlFlow<Result<Outcome, SolveError>, Plan> {
+        let problem = run.problem;
+        let incumbent_makespan = incumbent.as_ref().map(|s| s.makespan(problem));
+        // The horizon: the incumbent's makespan, or a tighter bound the caller gave; without
+        // either, the problem's horizon, which some optimal schedule (an active one) respects.
+        let mut horizon = incumbent_makespan.unwrap_or(problem.horizon());
+        if let Some(ub) = limits.upper_bound {
+            horizon = horizon.min(ub);
+        }
+        let warm_schedule = incumbent
+            .clone()
+            .filter(|_| incumbent_makespan == Some(horizon));
+        if warm_schedule.is_some() && bound >= horizon {
+            return ControlFlow::Break(run.finish(incumbent, horizon, Status::Optimal, 0));
+        }
+        // Some backends search for a strictly better schedule instead of a warm start.
+        let improve_only = warm_schedule.is_some() && self.backend.searches_below_incumbent();
+        let (horizon, warm) = if improve_only {
+            (horizon - 1, None)
+        } else {
+            (horizon, warm_schedule)
+        };
+        if horizon < bound {
+            // No schedule within the caller's bound: the combinatorial bound proves it.
+            return ControlFlow::Break(run.finish(None, bound, Status::Infeasible, 0));
+        }
+        // The incumbent, if the caller's bound allows it (for `improve_only` it is the one
+        // schedule just above the model's horizon).
+        let within = incumbent
+            .clone()
+            .filter(|s| s.makespan(problem) <= horizon + Time::from(improve_only));
+        if let Some(reason) = run.clock.should_stop() {
+            return ControlFlow::Break(match within {
+                Some(s) => run.finish(Some(s), bound, Status::Feasible(reason), 0),
+                None => run.finish(None, bound, Status::Unknown(reason), 0),
+            });
+        }
+        ControlFlow::Continue(Plan {
+            horizon,
+            warm,
+            improve_only,
+            within,
+        })
+    }
+
+    /// The backend's schedule, checked; `None` when it has none (or, for CBC stopped by its
+    /// time limit, garbage). Errors on a fractional start or a schedule that fails the check.
+    fn read_solution(
+        &self,
+        run: &Run<'_>,
+        raw: &RawResult,
+        starts: &StartsFrom,
+    ) -> Result<Option<Schedule>, SolveError> {
+        let Some(values) = &raw.values else {
+            return Ok(None);
+        };
+        let starts = starts.read(values).ok_or_else(|| SolveError::Backend {
+            solver: run.name.to_owned(),
+            message: "the solution has a fractional or ambiguous start time".into(),
+        })?;
+        let schedule = Schedule::new(starts);
+        match check(run.problem, &schedule) {
+            Ok(_) => Ok(Some(schedule)),
+            // CBC reports Ok with garbage values when it has no solution (objective 1e50);
+            // other backends never should.
+            Err(_) if raw.status == RawStatus::TimeLimit && self.garbage_possible() => Ok(None),
+            Err(violations) => Err(SolveError::InvalidAnswer {
+                solver: run.name.to_owned(),
+                violations,
+            }),
+        }
+    }
+
+    /// The outcome of the backend's answer `raw` to `plan`'s model: the better of its
+    /// schedule and the incumbent, with the bound the backend proved, by its status (see
+    /// [`verdict`]).
+    fn settle(
+        &self,
+        run: &Run<'_>,
+        plan: Plan,
+        raw: &RawResult,
+        starts: &StartsFrom,
+        mut bound: Time,
+    ) -> Result<Outcome, SolveError> {
+        let problem = run.problem;
+        let work = raw.nodes;
+        if let Some(b) = raw.bound.filter(|b| b.is_finite()) {
+            // Integer makespans: a bound of 41.2 proves 42.
+            bound = bound.max((b - 1e-6).ceil() as Time);
+        }
+        let solution = self.read_solution(run, raw, starts)?;
+        // The best schedule: the backend's, unless the incumbent is better.
+        let best = match (solution, plan.within) {
+            (Some(s), Some(i)) if i.makespan(problem) < s.makespan(problem) => Some(i),
+            (Some(s), _) => Some(s),
+            (None, i) => i,
+        };
+        let horizon = plan.horizon;
+        if plan.improve_only {
+            // The model's bound holds only below the incumbent.
+            bound = bound.min(horizon + 1);
+        }
+        let warm = plan.warm.is_some();
+        match verdict(raw.status, plan.improve_only, warm, &run.clock, run.name)? {
+            // Nothing better than the incumbent exists.
+            Verdict::IncumbentOptimal => run.finish(best, horizon + 1, Status::Optimal, work),
+            Verdict::Infeasible => {
+                run.finish(None, bound.max(horizon + 1), Status::Infeasible, work)
+            }
+            Verdict::Optimal => match best {
+                Some(s) => {
+                    let m = s.makespan(problem);
+                    run.finish(Some(s), m, Status::Optimal, work)
+                }
+                None => Err(SolveError::Backend {
+                    solver: run.name.to_owned(),
+                    message: "reported optimal without a solution".into(),
+                }),
+            },
+            Verdict::Stopped(reason) => match best {
+                Some(s) => {
+                    let status = if bound >= s.makespan(problem) {
+                        Status::Optimal
+                    } else {
+                        Status::Feasible(reason)
+                    };
+                    run.finish(Some(s), bound, status, work)
+                }
+                None => run.finish(None, bound, Status::Unknown(reason), work),
+            },
+        }
     }
 
     fn build(

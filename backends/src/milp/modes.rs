@@ -30,12 +30,12 @@
 //! with or without a solution, infeasible; the backend's dual bound is the lower bound.
 
 use concerto_rcpsp::{
-    check_modal, verified_modal, Limits, Membership, ModalOutcome, ModalProblem, ModalSolution,
-    ModalSolver, SolveError, Status, StopReason, Time,
+    check_modal, verified_modal, ActivityId, Clock, Limits, Membership, ModalOutcome, ModalProblem,
+    ModalSolution, ModalSolver, SolveError, Status, Time,
 };
 use good_lp::Expression;
 
-use super::{Backend, Milp, Model, RawStatus, RunOptions};
+use super::{verdict, Backend, Milp, Model, RawResult, RunOptions, Verdict};
 
 /// A solution with mode 0 in every region: the serial SGS of its reduced problem in
 /// topological order; `None` when that problem has time windows the SGS may miss.
@@ -89,7 +89,11 @@ impl ModalSolver for MilpModal {
             ..limits.clone()
         };
         clean.validate(p)?;
-        let clock = limits.clock();
+        let run = ModalRun {
+            problem,
+            name,
+            clock: limits.clock(),
+        };
         // Without a start, the serial SGS of the default modes (0 everywhere) in topological
         // order gives one: its makespan is the horizon, far below the problem's sum of
         // durations, which keeps the time-indexed model small.
@@ -98,6 +102,210 @@ impl ModalSolver for MilpModal {
             None => default_start(problem),
         };
         let initial = initial.or(own_start.as_ref());
+        let window = Window::new(problem, initial)?;
+        if let Some(outcome) = run.settled_without_model(&window, initial) {
+            return outcome;
+        }
+        window.check_size(&run.name)?;
+        let horizon = window.horizon;
+        let improve_only = initial.is_some() && self.milp.backend.searches_below_incumbent();
+        let cap = if improve_only { horizon - 1 } else { horizon };
+        if cap < window.mandatory_bound {
+            return match initial {
+                Some(s) => run.finish(Some(s.clone()), horizon, Status::Optimal),
+                None => run.finish(None, window.mandatory_bound, Status::Infeasible),
+            };
+        }
+        let warm = initial.filter(|_| !improve_only);
+        let (model, vars) = build_model(problem, &window, cap, warm);
+        if let Some(reason) = run.clock.should_stop() {
+            return match initial {
+                Some(s) => run.finish(
+                    Some(s.clone()),
+                    window.mandatory_bound,
+                    Status::Feasible(reason),
+                ),
+                None => run.finish(None, window.mandatory_bound, Status::Unknown(reason)),
+            };
+        }
+        let options = RunOptions {
+            time_limit: run.clock.remaining().map(|left| {
+                left.saturating_sub(super::margin(limits))
+                    .max(std::time::Duration::from_millis(1))
+            }),
+            threads: limits.threads,
+            seed: limits.seed,
+            mip_gap: 0.0,
+            work_limit: limits.work_limit,
+        };
+        let raw = self
+            .milp
+            .run(model, &options, &run.clock, limits)
+            .map_err(|message| SolveError::Backend {
+                solver: run.name.clone(),
+                message,
+            })?;
+        let mut bound = window.mandatory_bound;
+        if let Some(b) = raw.bound.filter(|b| b.is_finite()) {
+            bound = bound.max((b - 1e-6).ceil() as Time);
+        }
+        let found = raw
+            .values
+            .as_deref()
+            .and_then(|values| vars.read(problem, values));
+        let best = run.better(found, initial, window.initial_makespan);
+        if improve_only {
+            bound = bound.min(horizon);
+        }
+        let outcome = run.settle(&raw, best, bound, cap, improve_only, warm.is_some());
+        outcome.map(|o| ModalOutcome {
+            work: raw.nodes,
+            ..o
+        })
+    }
+}
+
+/// What one modal solve reports with: the problem, the solver's name and the clock.
+struct ModalRun<'a> {
+    /// The problem.
+    problem: &'a ModalProblem,
+    /// The solver's name.
+    name: String,
+    /// The solve's clock.
+    clock: Clock,
+}
+
+impl ModalRun<'_> {
+    /// The verified outcome of `solution` (checked), `bound` and `status`.
+    fn finish(
+        &self,
+        solution: Option<ModalSolution>,
+        bound: Time,
+        status: Status,
+    ) -> Result<ModalOutcome, SolveError> {
+        let makespan = solution
+            .as_ref()
+            .map(|s| check_modal(self.problem, s).expect("checked by verified_modal next"));
+        verified_modal(
+            self.problem,
+            ModalOutcome {
+                status,
+                makespan,
+                solution,
+                lower_bound: bound,
+                solver: self.name.clone(),
+                elapsed: self.clock.elapsed(),
+                work: 0,
+            },
+        )
+    }
+
+    /// The outcome when no model is needed: the initial solution meets the mandatory bound,
+    /// or a mandatory activity cannot fit within the horizon.
+    fn settled_without_model(
+        &self,
+        window: &Window,
+        initial: Option<&ModalSolution>,
+    ) -> Option<Result<ModalOutcome, SolveError>> {
+        let (p, problem) = (self.problem.problem(), self.problem);
+        let (es, ls) = (&window.es, &window.ls);
+        if let (Some(s), Some(m)) = (initial, window.initial_makespan) {
+            if window.mandatory_bound >= m {
+                return Some(self.finish(Some(s.clone()), m, Status::Optimal));
+            }
+        }
+        // Mandatory activities that cannot fit: no solution within the horizon.
+        if p.ids().any(|a| {
+            problem.membership(a) == Membership::Mandatory && ls[a.index()] < es[a.index()]
+        }) {
+            let bound = window.mandatory_bound.max(window.horizon + 1);
+            return Some(self.finish(None, bound, Status::Infeasible));
+        }
+        None
+    }
+
+    /// The better of the backend's solution and the initial one (the backend's on a tie).
+    fn better(
+        &self,
+        found: Option<ModalSolution>,
+        initial: Option<&ModalSolution>,
+        initial_makespan: Option<Time>,
+    ) -> Option<ModalSolution> {
+        match (found, initial) {
+            (Some(f), Some(i)) => {
+                let fm = check_modal(self.problem, &f).unwrap_or(Time::MAX);
+                if fm <= initial_makespan.unwrap_or(Time::MAX) {
+                    Some(f)
+                } else {
+                    Some(i.clone())
+                }
+            }
+            (Some(f), None) => Some(f),
+            (None, i) => i.cloned(),
+        }
+    }
+
+    /// The outcome the backend's status gives (see [`super::verdict`]), with `best`, the
+    /// proven `bound` and the model's horizon `cap`.
+    fn settle(
+        &self,
+        raw: &RawResult,
+        best: Option<ModalSolution>,
+        bound: Time,
+        cap: Time,
+        improve_only: bool,
+        warm: bool,
+    ) -> Result<ModalOutcome, SolveError> {
+        let makespan = |s: &ModalSolution| check_modal(self.problem, s).unwrap_or(Time::MAX);
+        match verdict(raw.status, improve_only, warm, &self.clock, &self.name)? {
+            Verdict::IncumbentOptimal => self.finish(best, cap + 1, Status::Optimal),
+            Verdict::Infeasible => self.finish(None, bound.max(cap + 1), Status::Infeasible),
+            Verdict::Optimal => match best {
+                Some(s) => {
+                    let m = makespan(&s);
+                    self.finish(Some(s), m, Status::Optimal)
+                }
+                None => Err(SolveError::Backend {
+                    solver: self.name.clone(),
+                    message: "reported optimal without a valid solution".into(),
+                }),
+            },
+            Verdict::Stopped(reason) => match best {
+                Some(s) => {
+                    let m = makespan(&s);
+                    let bound = bound.min(m);
+                    let status = if bound == m {
+                        Status::Optimal
+                    } else {
+                        Status::Feasible(reason)
+                    };
+                    self.finish(Some(s), bound, status)
+                }
+                None => self.finish(None, bound, Status::Unknown(reason)),
+            },
+        }
+    }
+}
+
+/// The start windows of a modal solve: the initial solution's makespan, the horizon, the
+/// earliest and latest starts, and the bound the mandatory activities give.
+struct Window {
+    /// The initial solution's makespan, if there is one.
+    initial_makespan: Option<Time>,
+    /// The horizon: the initial makespan, or the problem's horizon.
+    horizon: Time,
+    /// Earliest starts, valid for every mode choice.
+    es: Vec<Time>,
+    /// Latest starts within the horizon, valid for every mode choice.
+    ls: Vec<Time>,
+    /// The largest earliest finish of a mandatory activity.
+    mandatory_bound: Time,
+}
+
+impl Window {
+    /// The windows for `initial` (checked: an invalid one is an error).
+    fn new(problem: &ModalProblem, initial: Option<&ModalSolution>) -> Result<Self, SolveError> {
+        let p = problem.problem();
         let initial_makespan = match initial {
             Some(s) => Some(
                 check_modal(problem, s)
@@ -114,271 +322,233 @@ impl ModalSolver for MilpModal {
             .map(|a| es[a.index()] + p.duration(a))
             .max()
             .unwrap_or(0);
-        let finish = |solution: Option<ModalSolution>, bound: Time, status: Status| {
-            let makespan = solution
-                .as_ref()
-                .map(|s| check_modal(problem, s).expect("checked by verified_modal next"));
-            verified_modal(
-                problem,
-                ModalOutcome {
-                    status,
-                    makespan,
-                    solution,
-                    lower_bound: bound,
-                    solver: name.clone(),
-                    elapsed: clock.elapsed(),
-                    work: 0,
-                },
-            )
-        };
-        if let (Some(s), Some(m)) = (initial, initial_makespan) {
-            if mandatory_bound >= m {
-                return finish(Some(s.clone()), m, Status::Optimal);
-            }
-        }
-        // Mandatory activities that cannot fit: no solution within the horizon.
-        if p.ids().any(|a| {
-            problem.membership(a) == Membership::Mandatory && ls[a.index()] < es[a.index()]
-        }) {
-            return finish(None, mandatory_bound.max(horizon + 1), Status::Infeasible);
-        }
-        let binaries: usize = p
-            .ids()
-            .map(|a| (ls[a.index()] - es[a.index()] + 1).max(0) as usize)
+        Ok(Self {
+            initial_makespan,
+            horizon,
+            es,
+            ls,
+            mandatory_bound,
+        })
+    }
+
+    /// Errors when the model would have more than [`MAX_MODAL_BINARIES`] start binaries.
+    fn check_size(&self, solver: &str) -> Result<(), SolveError> {
+        let binaries: usize = self
+            .es
+            .iter()
+            .zip(&self.ls)
+            .map(|(&es, &ls)| (ls - es + 1).max(0) as usize)
             .sum();
         if binaries > MAX_MODAL_BINARIES {
             return Err(SolveError::Unsupported {
-                solver: name,
+                solver: solver.to_string(),
                 reason: format!(
-                    "{binaries} start binaries for a horizon of {horizon} (at most \
-                     {MAX_MODAL_BINARIES}): solve coarser windows"
+                    "{binaries} start binaries for a horizon of {} (at most \
+                     {MAX_MODAL_BINARIES}): solve coarser windows",
+                    self.horizon
                 ),
             });
         }
-        let improve_only = initial.is_some() && self.milp.backend.searches_below_incumbent();
-        let cap = if improve_only { horizon - 1 } else { horizon };
-        if cap < mandatory_bound {
-            return match initial {
-                Some(s) => finish(Some(s.clone()), horizon, Status::Optimal),
-                None => finish(None, mandatory_bound, Status::Infeasible),
-            };
-        }
-        let warm = initial.filter(|_| !improve_only);
-        let mut model = Model::new(mandatory_bound, cap, warm.map(|_| horizon));
-        let regions = problem.regions();
-        let mut z: Vec<Vec<good_lp::Variable>> = Vec::new();
-        let mut z_pos: Vec<Vec<usize>> = Vec::new();
-        for (r, region) in regions.iter().enumerate() {
-            let mut row = Vec::new();
-            let mut pos = Vec::new();
-            for k in 0..region.modes.len() {
-                let w = warm.map(|s| f64::from(u8::from(s.modes[r] == k)));
-                row.push(model.var(good_lp::variable().binary(), w));
-                pos.push(model.last());
+        Ok(())
+    }
+}
+
+/// The modal model's variables: mode binaries and start binaries.
+struct ModalVars {
+    /// `z[r][k]`: region `r` runs in mode `k`.
+    z: Vec<Vec<good_lp::Variable>>,
+    /// The column of each `z[r][k]`.
+    z_pos: Vec<Vec<usize>>,
+    /// Per activity, `(t, x[a][t], column)` for each possible start `t`.
+    x: Vec<Vec<(Time, good_lp::Variable, usize)>>,
+}
+
+impl ModalVars {
+    /// The presence of `a` as an expression (1 or a sum of `z`).
+    fn presence(&self, problem: &ModalProblem, a: ActivityId) -> Expression {
+        match problem.membership(a) {
+            Membership::Mandatory => Expression::from(1.0),
+            m @ Membership::Modes { region, .. } => {
+                Model::sum(m.modes().into_iter().map(|k| (1.0, self.z[region][k])))
             }
-            model.add(Model::sum(row.iter().map(|&v| (1.0, v))).eq(1.0));
-            z.push(row);
-            z_pos.push(pos);
         }
-        // Presence as an expression (1 or z).
-        let presence = |a: concerto_rcpsp::ActivityId| -> Expression {
-            match problem.membership(a) {
-                Membership::Mandatory => Expression::from(1.0),
-                m @ Membership::Modes { region, .. } => {
-                    Model::sum(m.modes().into_iter().map(|k| (1.0, z[region][k])))
-                }
-            }
-        };
-        let mut x: Vec<Vec<(Time, good_lp::Variable, usize)>> = Vec::with_capacity(p.len());
+    }
+
+    /// The start of `a` as an expression (0 when absent).
+    fn start_of(&self, a: ActivityId) -> Expression {
+        Model::sum(self.x[a.index()].iter().map(|&(t, var, _)| (t as f64, var)))
+    }
+
+    /// The solution in the backend's `values`: each region's largest mode binary and each
+    /// present activity's start; `None` when a start is missing or the solution fails the
+    /// check.
+    fn read(&self, problem: &ModalProblem, values: &[f64]) -> Option<ModalSolution> {
+        let p = problem.problem();
+        let modes: Vec<usize> = self
+            .z_pos
+            .iter()
+            .map(|row| {
+                row.iter()
+                    .enumerate()
+                    .max_by(|(_, &i), (_, &j)| values[i].total_cmp(&values[j]))
+                    .map_or(0, |(k, _)| k)
+            })
+            .collect();
+        let mut starts = vec![0; p.len()];
         for a in p.ids() {
-            let present_warm = warm.map(|s| problem.present(a, &s.modes));
-            let mut v = Vec::new();
-            for t in es[a.index()]..=ls[a.index()] {
-                let w = warm.map(|s| {
-                    f64::from(u8::from(
-                        present_warm == Some(true) && s.starts[a.index()] == t,
-                    ))
-                });
-                let var = model.var(good_lp::variable().binary(), w);
-                v.push((t, var, model.last()));
+            if problem.present(a, &modes) {
+                starts[a.index()] = self.x[a.index()]
+                    .iter()
+                    .find(|&&(_, _, pos)| values[pos] > 0.5)
+                    .map(|&(t, _, _)| t)?;
             }
-            let mut e = Model::sum(v.iter().map(|&(_, var, _)| (1.0, var)));
-            e -= presence(a);
-            model.add(e.eq(0.0));
-            x.push(v);
         }
-        let start_of = |a: concerto_rcpsp::ActivityId| -> Expression {
-            Model::sum(x[a.index()].iter().map(|&(t, var, _)| (t as f64, var)))
-        };
-        // Resources.
-        for (k, res) in p.resources().iter().enumerate() {
-            let users: Vec<_> = p
-                .ids()
-                .filter(|&a| p.duration(a) > 0 && p.activity(a).demands[k] > 0)
-                .collect();
-            let total: u64 = users
-                .iter()
-                .map(|&a| u64::from(p.activity(a).demands[k]))
-                .sum();
-            if total <= u64::from(res.capacity) {
-                continue;
-            }
-            for tau in 0..cap {
-                let mut e = Expression::with_capacity(16);
-                let mut any = false;
-                for &a in &users {
-                    let d = p.duration(a);
-                    let q = f64::from(p.activity(a).demands[k]);
-                    for &(t, var, _) in &x[a.index()] {
-                        if t <= tau && tau < t + d {
-                            e.add_mul(q, var);
-                            any = true;
-                        }
+        let s = ModalSolution { modes, starts };
+        check_modal(problem, &s).ok().map(|_| s)
+    }
+}
+
+/// The modal MILP of the module docs for horizon `cap`, warm-started from `warm`.
+fn build_model(
+    problem: &ModalProblem,
+    window: &Window,
+    cap: Time,
+    warm: Option<&ModalSolution>,
+) -> (Model, ModalVars) {
+    let mut model = Model::new(window.mandatory_bound, cap, warm.map(|_| window.horizon));
+    let (z, z_pos) = add_mode_vars(&mut model, problem, warm);
+    let mut vars = ModalVars {
+        z,
+        z_pos,
+        x: Vec::new(),
+    };
+    vars.x = add_start_vars(&mut model, problem, window, &vars, warm);
+    add_resource_rows(&mut model, problem, cap, &vars);
+    add_precedence_rows(&mut model, problem, window, &vars);
+    // Makespan.
+    let c = model.objective;
+    for a in problem.problem().ids() {
+        let d = problem.problem().duration(a) as f64;
+        let mut e = Expression::from(c) - vars.start_of(a);
+        e -= vars.presence(problem, a) * d;
+        model.add(e.geq(0.0));
+    }
+    (model, vars)
+}
+
+/// The mode binaries `z[r][k]`, one mode per region, and their columns.
+fn add_mode_vars(
+    model: &mut Model,
+    problem: &ModalProblem,
+    warm: Option<&ModalSolution>,
+) -> (Vec<Vec<good_lp::Variable>>, Vec<Vec<usize>>) {
+    let mut z: Vec<Vec<good_lp::Variable>> = Vec::new();
+    let mut z_pos: Vec<Vec<usize>> = Vec::new();
+    for (r, region) in problem.regions().iter().enumerate() {
+        let mut row = Vec::new();
+        let mut pos = Vec::new();
+        for k in 0..region.modes.len() {
+            let w = warm.map(|s| f64::from(u8::from(s.modes[r] == k)));
+            row.push(model.var(good_lp::variable().binary(), w));
+            pos.push(model.last());
+        }
+        model.add(Model::sum(row.iter().map(|&v| (1.0, v))).eq(1.0));
+        z.push(row);
+        z_pos.push(pos);
+    }
+    (z, z_pos)
+}
+
+/// The start binaries `x[a][t]` of each activity, summing to its presence.
+fn add_start_vars(
+    model: &mut Model,
+    problem: &ModalProblem,
+    window: &Window,
+    vars: &ModalVars,
+    warm: Option<&ModalSolution>,
+) -> Vec<Vec<(Time, good_lp::Variable, usize)>> {
+    let p = problem.problem();
+    let mut x: Vec<Vec<(Time, good_lp::Variable, usize)>> = Vec::with_capacity(p.len());
+    for a in p.ids() {
+        let present_warm = warm.map(|s| problem.present(a, &s.modes));
+        let mut v = Vec::new();
+        for t in window.es[a.index()]..=window.ls[a.index()] {
+            let w = warm.map(|s| {
+                f64::from(u8::from(
+                    present_warm == Some(true) && s.starts[a.index()] == t,
+                ))
+            });
+            let var = model.var(good_lp::variable().binary(), w);
+            v.push((t, var, model.last()));
+        }
+        let mut e = Model::sum(v.iter().map(|&(_, var, _)| (1.0, var)));
+        e -= vars.presence(problem, a);
+        model.add(e.eq(0.0));
+        x.push(v);
+    }
+    x
+}
+
+/// Per resource whose users can exceed its capacity, one row per time below `cap`.
+fn add_resource_rows(model: &mut Model, problem: &ModalProblem, cap: Time, vars: &ModalVars) {
+    let p = problem.problem();
+    for (k, res) in p.resources().iter().enumerate() {
+        let users: Vec<_> = p
+            .ids()
+            .filter(|&a| p.duration(a) > 0 && p.activity(a).demands[k] > 0)
+            .collect();
+        let total: u64 = users
+            .iter()
+            .map(|&a| u64::from(p.activity(a).demands[k]))
+            .sum();
+        if total <= u64::from(res.capacity) {
+            continue;
+        }
+        for tau in 0..cap {
+            let mut e = Expression::with_capacity(16);
+            let mut any = false;
+            for &a in &users {
+                let d = p.duration(a);
+                let q = f64::from(p.activity(a).demands[k]);
+                for &(t, var, _) in &vars.x[a.index()] {
+                    if t <= tau && tau < t + d {
+                        e.add_mul(q, var);
+                        any = true;
                     }
                 }
-                if any {
-                    model.add(e.leq(f64::from(res.capacity)));
-                }
+            }
+            if any {
+                model.add(e.leq(f64::from(res.capacity)));
             }
         }
-        // Precedences.
-        for pr in p.precedences() {
-            let (a, b) = (pr.from, pr.to);
-            let gap = (p.duration(a) + pr.lag) as f64;
-            let (ma, mb) = (problem.membership(a), problem.membership(b));
-            let same = ma == mb;
-            if same {
-                let mut e = start_of(b) - start_of(a);
-                e -= presence(a) * gap;
-                model.add(e.geq(0.0));
-            } else {
-                // Large enough when `a` is absent (S_a = 0) or `b` is (S_b = 0).
-                let big = (ls[a.index()].max(0) + p.duration(a) + pr.lag) as f64;
-                // S_b - S_a - gap + M (2 - p_a - p_b) >= 0
-                let mut e = start_of(b) - start_of(a);
-                e += presence(a) * (-big) + presence(b) * (-big);
-                model.add(e.geq(gap - 2.0 * big));
-            }
-        }
-        // Makespan.
-        let c = model.objective;
-        for a in p.ids() {
-            let d = p.duration(a) as f64;
-            let mut e = Expression::from(c) - start_of(a);
-            e -= presence(a) * d;
+    }
+}
+
+/// One row per precedence: exact when both ends are present together, else void as soon as
+/// one end is absent.
+fn add_precedence_rows(
+    model: &mut Model,
+    problem: &ModalProblem,
+    window: &Window,
+    vars: &ModalVars,
+) {
+    let p = problem.problem();
+    for pr in p.precedences() {
+        let (a, b) = (pr.from, pr.to);
+        let gap = (p.duration(a) + pr.lag) as f64;
+        let (ma, mb) = (problem.membership(a), problem.membership(b));
+        let same = ma == mb;
+        if same {
+            let mut e = vars.start_of(b) - vars.start_of(a);
+            e -= vars.presence(problem, a) * gap;
             model.add(e.geq(0.0));
+        } else {
+            // Large enough when `a` is absent (S_a = 0) or `b` is (S_b = 0).
+            let big = (window.ls[a.index()].max(0) + p.duration(a) + pr.lag) as f64;
+            // S_b - S_a - gap + M (2 - p_a - p_b) >= 0
+            let mut e = vars.start_of(b) - vars.start_of(a);
+            e += vars.presence(problem, a) * (-big) + vars.presence(problem, b) * (-big);
+            model.add(e.geq(gap - 2.0 * big));
         }
-        if let Some(reason) = clock.should_stop() {
-            return match initial {
-                Some(s) => finish(Some(s.clone()), mandatory_bound, Status::Feasible(reason)),
-                None => finish(None, mandatory_bound, Status::Unknown(reason)),
-            };
-        }
-        let options = RunOptions {
-            time_limit: clock.remaining().map(|left| {
-                left.saturating_sub(super::margin(limits))
-                    .max(std::time::Duration::from_millis(1))
-            }),
-            threads: limits.threads,
-            seed: limits.seed,
-            mip_gap: 0.0,
-            work_limit: limits.work_limit,
-        };
-        let raw = self
-            .milp
-            .run(model, &options, &clock, limits)
-            .map_err(|message| SolveError::Backend {
-                solver: name.clone(),
-                message,
-            })?;
-        let mut bound = mandatory_bound;
-        if let Some(b) = raw.bound.filter(|b| b.is_finite()) {
-            bound = bound.max((b - 1e-6).ceil() as Time);
-        }
-        let read = |values: &[f64]| -> Option<ModalSolution> {
-            let modes: Vec<usize> = z_pos
-                .iter()
-                .map(|row| {
-                    row.iter()
-                        .enumerate()
-                        .max_by(|(_, &i), (_, &j)| values[i].total_cmp(&values[j]))
-                        .map_or(0, |(k, _)| k)
-                })
-                .collect();
-            let mut starts = vec![0; p.len()];
-            for a in p.ids() {
-                if problem.present(a, &modes) {
-                    starts[a.index()] = x[a.index()]
-                        .iter()
-                        .find(|&&(_, _, pos)| values[pos] > 0.5)
-                        .map(|&(t, _, _)| t)?;
-                }
-            }
-            let s = ModalSolution { modes, starts };
-            check_modal(problem, &s).ok().map(|_| s)
-        };
-        let found = raw.values.as_deref().and_then(read);
-        let best = match (found, initial) {
-            (Some(f), Some(i)) => {
-                let fm = check_modal(problem, &f).unwrap_or(Time::MAX);
-                if fm <= initial_makespan.unwrap_or(Time::MAX) {
-                    Some(f)
-                } else {
-                    Some(i.clone())
-                }
-            }
-            (Some(f), None) => Some(f),
-            (None, i) => i.cloned(),
-        };
-        if improve_only {
-            bound = bound.min(horizon);
-        }
-        let outcome = match raw.status {
-            RawStatus::Infeasible if improve_only => finish(best, horizon, Status::Optimal),
-            RawStatus::Infeasible => {
-                if warm.is_some() {
-                    return Err(SolveError::Backend {
-                        solver: name,
-                        message: "reported infeasible although the warm start is feasible".into(),
-                    });
-                }
-                finish(None, bound.max(horizon + 1), Status::Infeasible)
-            }
-            RawStatus::Optimal => match best {
-                Some(s) => {
-                    let m = check_modal(problem, &s).unwrap_or(Time::MAX);
-                    finish(Some(s), m, Status::Optimal)
-                }
-                None => Err(SolveError::Backend {
-                    solver: name,
-                    message: "reported optimal without a valid solution".into(),
-                }),
-            },
-            RawStatus::GapReached | RawStatus::WorkLimit | RawStatus::TimeLimit => {
-                let reason = match raw.status {
-                    RawStatus::GapReached => StopReason::GapLimit,
-                    RawStatus::WorkLimit => StopReason::WorkLimit,
-                    // The wait for the backend ends at the deadline or on the cancel flag.
-                    _ => clock.should_stop().unwrap_or(StopReason::TimeLimit),
-                };
-                match best {
-                    Some(s) => {
-                        let m = check_modal(problem, &s).unwrap_or(Time::MAX);
-                        let bound = bound.min(m);
-                        let status = if bound == m {
-                            Status::Optimal
-                        } else {
-                            Status::Feasible(reason)
-                        };
-                        finish(Some(s), bound, status)
-                    }
-                    None => finish(None, bound, Status::Unknown(reason)),
-                }
-            }
-        };
-        outcome.map(|o| ModalOutcome {
-            work: raw.nodes,
-            ..o
-        })
     }
 }

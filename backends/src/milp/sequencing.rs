@@ -29,88 +29,161 @@ pub(crate) fn build(
     horizon: Time,
     warm: Option<&Schedule>,
 ) -> (Model, StartsFrom) {
-    let n = problem.len();
-    let es = earliest_starts(problem);
-    let ls = latest_starts(problem, horizon);
-    let d: Vec<Time> = problem.ids().map(|j| problem.duration(j)).collect();
-    let reach = Reachability::new(problem);
-    let precedes = |i: usize, j: usize| reach.precedes(i, j);
-    // `i` is surely finished before `j` starts.
-    let ordered = |i: usize, j: usize| precedes(i, j) || ls[i] + d[i] <= es[j];
-    // `i` can finish before `j` starts.
-    let can_precede = |i: usize, j: usize| !precedes(j, i) && es[i] + d[i] <= ls[j];
-    let finishes_before = |i: usize, j: usize| {
-        warm.map(|s| f64::from(u8::from(s.starts()[i] + d[i] <= s.starts()[j])))
+    let seq = Sequencing {
+        problem,
+        es: earliest_starts(problem),
+        ls: latest_starts(problem, horizon),
+        d: problem.ids().map(|j| problem.duration(j)).collect(),
+        reach: Reachability::new(problem),
+        warm,
     };
-
     let lower = lower_bound(problem).value.min(horizon);
     let mut model = Model::new(lower, horizon, warm.map(|s| s.makespan(problem)));
-    let mut positions = Vec::with_capacity(n);
-    let starts: Vec<Variable> = problem
-        .ids()
-        .map(|j| {
-            let def = variable()
-                .integer()
-                .min(es[j.index()] as f64)
-                .max(ls[j.index()] as f64);
-            let v = model.var(def, warm.map(|s| s.start(j) as f64));
-            positions.push(model.last());
-            v
-        })
-        .collect();
-    for p in problem.precedences() {
-        let (i, j) = (p.from.index(), p.to.index());
-        model.add(Model::sum([(1.0, starts[j]), (-1.0, starts[i])]).geq((d[i] + p.lag) as f64));
-    }
-    for j in problem.ids().filter(|&j| problem.successors(j).is_empty()) {
-        let k = j.index();
-        model.add(Model::sum([(1.0, model.objective), (-1.0, starts[k])]).geq(d[k] as f64));
-    }
-
+    let (starts, positions) = seq.add_starts(&mut model);
     // Sequencing binaries for unordered pairs that share a resource.
-    let users: Vec<Vec<usize>> = (0..problem.resources().len())
-        .map(|r| {
-            (0..n)
-                .filter(|&j| d[j] > 0 && problem.activities()[j].demands[r] > 0)
-                .collect()
-        })
-        .collect();
-    let mut shares = vec![false; n * n];
-    for u in &users {
-        for &i in u {
-            for &j in u {
-                shares[i * n + j] = true;
-            }
-        }
+    let users = seq.users();
+    let y = seq.add_sequencing(&mut model, &starts, &users);
+    // Resource flows. Nodes: activities, then the source (n) and the sink (n + 1).
+    for (r, u) in users.iter().enumerate() {
+        seq.add_flow(&mut model, r, u, &y);
     }
-    let mut y: BTreeMap<(usize, usize), Variable> = BTreeMap::new();
-    for i in 0..n {
-        for j in 0..n {
-            if i == j || !shares[i * n + j] || ordered(i, j) || ordered(j, i) || !can_precede(i, j)
-            {
-                continue;
-            }
-            let v = model.var(variable().binary(), finishes_before(i, j));
-            y.insert((i, j), v);
-            let big_m = (ls[i] + d[i] - es[j]) as f64;
-            // s_j - s_i - M y_ij >= d_i - M
-            model.add(
-                Model::sum([(1.0, starts[j]), (-1.0, starts[i]), (-big_m, v)])
-                    .geq(d[i] as f64 - big_m),
-            );
-        }
-    }
-    for (&(i, j), &v) in &y {
-        if i < j {
-            if let Some(&w) = y.get(&(j, i)) {
-                model.add(Model::sum([(1.0, v), (1.0, w)]).leq(1.0));
-            }
-        }
+    (model, StartsFrom::Variables(positions))
+}
+
+/// What the rows of [`build`] are made from: the problem, its time windows, durations and
+/// transitive precedences, and the warm start.
+struct Sequencing<'a> {
+    /// The problem.
+    problem: &'a Problem,
+    /// Earliest starts.
+    es: Vec<Time>,
+    /// Latest starts for the horizon.
+    ls: Vec<Time>,
+    /// Durations.
+    d: Vec<Time>,
+    /// The transitive precedences.
+    reach: Reachability,
+    /// The warm start.
+    warm: Option<&'a Schedule>,
+}
+
+impl Sequencing<'_> {
+    /// `i` is surely finished before `j` starts.
+    fn ordered(&self, i: usize, j: usize) -> bool {
+        self.reach.precedes(i, j) || self.ls[i] + self.d[i] <= self.es[j]
     }
 
-    // Resource flows. Nodes: activities, then the source (n) and the sink (n + 1).
-    let (source, sink) = (n, n + 1);
-    for (r, u) in users.iter().enumerate() {
+    /// `i` can finish before `j` starts.
+    fn can_precede(&self, i: usize, j: usize) -> bool {
+        !self.reach.precedes(j, i) && self.es[i] + self.d[i] <= self.ls[j]
+    }
+
+    /// The warm start's value of `y_ij`.
+    fn finishes_before(&self, i: usize, j: usize) -> Option<f64> {
+        let d = &self.d;
+        self.warm
+            .map(|s| f64::from(u8::from(s.starts()[i] + d[i] <= s.starts()[j])))
+    }
+
+    /// The start variables and their columns, with the precedence and makespan rows.
+    fn add_starts(&self, model: &mut Model) -> (Vec<Variable>, Vec<usize>) {
+        let (problem, d) = (self.problem, &self.d);
+        let mut positions = Vec::with_capacity(problem.len());
+        let starts: Vec<Variable> = problem
+            .ids()
+            .map(|j| {
+                let def = variable()
+                    .integer()
+                    .min(self.es[j.index()] as f64)
+                    .max(self.ls[j.index()] as f64);
+                let v = model.var(def, self.warm.map(|s| s.start(j) as f64));
+                positions.push(model.last());
+                v
+            })
+            .collect();
+        for p in problem.precedences() {
+            let (i, j) = (p.from.index(), p.to.index());
+            model.add(Model::sum([(1.0, starts[j]), (-1.0, starts[i])]).geq((d[i] + p.lag) as f64));
+        }
+        for j in problem.ids().filter(|&j| problem.successors(j).is_empty()) {
+            let k = j.index();
+            model.add(Model::sum([(1.0, model.objective), (-1.0, starts[k])]).geq(d[k] as f64));
+        }
+        (starts, positions)
+    }
+
+    /// The activities of positive duration that use each resource.
+    fn users(&self) -> Vec<Vec<usize>> {
+        let problem = self.problem;
+        (0..problem.resources().len())
+            .map(|r| {
+                (0..problem.len())
+                    .filter(|&j| self.d[j] > 0 && problem.activities()[j].demands[r] > 0)
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The binaries `y_ij` of the unordered pairs that share a resource, with their big-M
+    /// rows and `y_ij + y_ji <= 1`.
+    fn add_sequencing(
+        &self,
+        model: &mut Model,
+        starts: &[Variable],
+        users: &[Vec<usize>],
+    ) -> BTreeMap<(usize, usize), Variable> {
+        let (n, d, es, ls) = (self.problem.len(), &self.d, &self.es, &self.ls);
+        let mut shares = vec![false; n * n];
+        for u in users {
+            for &i in u {
+                for &j in u {
+                    shares[i * n + j] = true;
+                }
+            }
+        }
+        let mut y: BTreeMap<(usize, usize), Variable> = BTreeMap::new();
+        for i in 0..n {
+            for j in 0..n {
+                if i == j
+                    || !shares[i * n + j]
+                    || self.ordered(i, j)
+                    || self.ordered(j, i)
+                    || !self.can_precede(i, j)
+                {
+                    continue;
+                }
+                let v = model.var(variable().binary(), self.finishes_before(i, j));
+                y.insert((i, j), v);
+                let big_m = (ls[i] + d[i] - es[j]) as f64;
+                // s_j - s_i - M y_ij >= d_i - M
+                model.add(
+                    Model::sum([(1.0, starts[j]), (-1.0, starts[i]), (-big_m, v)])
+                        .geq(d[i] as f64 - big_m),
+                );
+            }
+        }
+        for (&(i, j), &v) in &y {
+            if i < j {
+                if let Some(&w) = y.get(&(j, i)) {
+                    model.add(Model::sum([(1.0, v), (1.0, w)]).leq(1.0));
+                }
+            }
+        }
+        y
+    }
+
+    /// The flow of resource `r` from the source through its users `u` to the sink, an arc
+    /// `i -> j` gated by `y_ij` unless `i` is surely finished before `j` starts.
+    fn add_flow(
+        &self,
+        model: &mut Model,
+        r: usize,
+        u: &[usize],
+        y: &BTreeMap<(usize, usize), Variable>,
+    ) {
+        let problem = self.problem;
+        let n = problem.len();
+        let (source, sink) = (n, n + 1);
         let cap = problem.resources()[r].capacity;
         let q = |j: usize| {
             if j >= n {
@@ -119,7 +192,7 @@ pub(crate) fn build(
                 problem.activities()[j].demands[r]
             }
         };
-        let initial = warm.map(|s| warm_flow(problem, s, r, u));
+        let initial = self.warm.map(|s| warm_flow(problem, s, r, u));
         let mut out: BTreeMap<usize, Vec<Variable>> = BTreeMap::new();
         let mut inn: BTreeMap<usize, Vec<Variable>> = BTreeMap::new();
         let mut arc = |model: &mut Model, i: usize, j: usize, gate: Option<Variable>| {
@@ -134,20 +207,20 @@ pub(crate) fn build(
             out.entry(i).or_default().push(f);
             inn.entry(j).or_default().push(f);
         };
-        arc(&mut model, source, sink, None);
+        arc(model, source, sink, None);
         for &j in u {
-            arc(&mut model, source, j, None);
-            arc(&mut model, j, sink, None);
+            arc(model, source, j, None);
+            arc(model, j, sink, None);
         }
         for &i in u {
             for &j in u {
                 if i == j {
                     continue;
                 }
-                if ordered(i, j) {
-                    arc(&mut model, i, j, None);
+                if self.ordered(i, j) {
+                    arc(model, i, j, None);
                 } else if let Some(&g) = y.get(&(i, j)) {
-                    arc(&mut model, i, j, Some(g));
+                    arc(model, i, j, Some(g));
                 }
             }
         }
@@ -161,7 +234,6 @@ pub(crate) fn build(
             }
         }
     }
-    (model, StartsFrom::Variables(positions))
 }
 
 /// A resource flow for resource `r` that a valid schedule admits: activities in start

@@ -91,17 +91,18 @@ use concerto_rcpsp::{
 };
 use pumpkin_conflict_resolvers::resolvers::ResolutionResolver;
 use pumpkin_core::branching::{Brancher, BrancherEvent, SelectionContext};
-use pumpkin_core::options::SolverOptions;
 use pumpkin_core::predicate;
 use pumpkin_core::predicates::Predicate;
-use pumpkin_core::rand::rngs::SmallRng;
-use pumpkin_core::rand::SeedableRng;
 use pumpkin_core::results::{ProblemSolution, SatisfactionResult};
 use pumpkin_core::termination::{Combinator, TerminationCondition, TimeBudget};
-use pumpkin_core::variables::{DomainId, Literal, TransformableVariable};
+use pumpkin_core::variables::DomainId;
+
+mod model;
+
+use model::Model;
 
 use super::branching::{smallest_start_decision, Counting};
-use super::common::{fit, post_cumulatives, root_lower_bound};
+use super::common::{fit, root_lower_bound};
 pub use super::common::{MAX_HORIZON, NAME};
 
 /// The branching strategy of [`PumpkinModal`].
@@ -250,200 +251,6 @@ impl ModalSolver for PumpkinModal {
         };
         let reason = run.search(&mut model, &self.config, initial, budget, cap);
         run.finish(reason)
-    }
-}
-
-/// The CP model of a modal problem.
-struct Model {
-    solver: pumpkin_core::Solver,
-    starts: Vec<DomainId>,
-    /// The 0/1 variable of each region's modes.
-    modes: Vec<Vec<DomainId>>,
-    makespan: DomainId,
-}
-
-impl Model {
-    /// Builds the model with the makespan in `[bound, cap]` and parking slots from `horizon`
-    /// on; `None` when a mandatory activity's window is empty (no solution within `cap`).
-    fn build(
-        problem: &ModalProblem,
-        seed: u64,
-        es: &[Time],
-        bound: Time,
-        horizon: Time,
-        cap: Time,
-    ) -> Result<Option<Self>, SolveError> {
-        let p = problem.problem();
-        fit(horizon, "the horizon")?;
-        let ls = problem.latest_starts(cap);
-        let mut solver = pumpkin_core::Solver::with_options(SolverOptions {
-            random_generator: SmallRng::seed_from_u64(seed),
-            ..SolverOptions::default()
-        });
-        let tag = solver.new_constraint_tag();
-        let on = |v: DomainId| predicate![v >= 1];
-        let off = |v: DomainId| predicate![v <= 0];
-
-        // Modes: exactly one per region.
-        let modes: Vec<Vec<DomainId>> = problem
-            .regions()
-            .iter()
-            .map(|region| {
-                let vars: Vec<DomainId> = region
-                    .modes
-                    .iter()
-                    .map(|_| solver.new_bounded_integer(0, 1))
-                    .collect();
-                solver.add_clause(vars.iter().map(|&v| on(v)), tag);
-                for (i, &x) in vars.iter().enumerate() {
-                    for &y in &vars[i + 1..] {
-                        solver.add_clause([off(x), off(y)], tag);
-                    }
-                }
-                vars
-            })
-            .collect();
-        // Presence: a mode's literal, or for an activity that several modes share, a literal
-        // equivalent to their disjunction (one per distinct set).
-        let mut shared: std::collections::BTreeMap<(usize, u128), DomainId> =
-            std::collections::BTreeMap::new();
-        for a in p.ids() {
-            let m = problem.membership(a);
-            let Membership::Modes { region, set } = m else {
-                continue;
-            };
-            if set.count_ones() < 2 || shared.contains_key(&(region, set)) {
-                continue;
-            }
-            let v = solver.new_bounded_integer(0, 1);
-            let ks = m.modes();
-            for &k in &ks {
-                solver.add_clause([off(modes[region][k]), on(v)], tag);
-            }
-            solver.add_clause(
-                std::iter::once(off(v)).chain(ks.iter().map(|&k| on(modes[region][k]))),
-                tag,
-            );
-            shared.insert((region, set), v);
-        }
-        let presence = |a: ActivityId| match problem.membership(a) {
-            Membership::Mandatory => None,
-            Membership::Modes { region, set } if set.count_ones() == 1 => {
-                Some(modes[region][set.trailing_zeros() as usize])
-            }
-            Membership::Modes { region, set } => Some(shared[&(region, set)]),
-        };
-
-        // Starts, with the parking slots of the optional activities.
-        let park_base = p
-            .ids()
-            .filter(|&a| presence(a).is_some())
-            .map(|a| es[a.index()])
-            .fold(horizon, Time::max);
-        let mut next_slot = park_base;
-        let mut starts = Vec::with_capacity(p.len());
-        for a in p.ids() {
-            let i = a.index();
-            let d = p.duration(a);
-            fit(d, "a duration")?;
-            let s = match presence(a) {
-                None => {
-                    if es[i] > ls[i] {
-                        return Ok(None);
-                    }
-                    solver.new_bounded_integer(fit(es[i], "a start")?, fit(ls[i], "a start")?)
-                }
-                Some(m) => {
-                    let park = fit(next_slot, "a parking slot")?;
-                    next_slot += d;
-                    let s = solver.new_bounded_integer(fit(es[i], "a start")?, park);
-                    if ls[i] < es[i] {
-                        // Never present within the cap.
-                        solver.add_clause([off(m)], tag);
-                    } else {
-                        let latest = fit(ls[i], "a start")?;
-                        solver.add_clause([off(m), predicate![s <= latest]], tag);
-                    }
-                    solver.add_clause([on(m), predicate![s >= park]], tag);
-                    s
-                }
-            };
-            starts.push(s);
-        }
-        fit(next_slot, "the last parking slot's end")?;
-
-        // Precedences.
-        for pr in p.precedences() {
-            let (pa, pb) = (presence(pr.from), presence(pr.to));
-            let gap = fit(p.duration(pr.from) + pr.lag, "a duration plus lag")?;
-            let constraint = pumpkin_constraints::binary_less_than_or_equals(
-                starts[pr.from.index()].offset(gap),
-                starts[pr.to.index()].scaled(1),
-                tag,
-            );
-            let condition = match (pa, pb) {
-                (None, None) => None,
-                (Some(x), None) | (None, Some(x)) => Some(x),
-                (Some(x), Some(y)) if x == y => Some(x),
-                (Some(x), Some(y)) => {
-                    // Two activities of one region whose mode sets are disjoint are never
-                    // present together.
-                    let never = matches!(
-                        (problem.membership(pr.from), problem.membership(pr.to)),
-                        (
-                            Membership::Modes { region: r1, set: s1 },
-                            Membership::Modes { region: r2, set: s2 }
-                        ) if r1 == r2 && s1 & s2 == 0
-                    );
-                    if never {
-                        continue;
-                    }
-                    let c = solver.new_bounded_integer(0, 1);
-                    solver.add_clause([off(x), off(y), on(c)], tag);
-                    solver.add_clause([off(c), on(x)], tag);
-                    solver.add_clause([off(c), on(y)], tag);
-                    Some(c)
-                }
-            };
-            let poster = solver.add_constraint(constraint);
-            match condition {
-                None => poster.post(),
-                Some(v) => poster.implied_by(Literal::new(v)),
-            }
-        }
-
-        // The makespan.
-        let makespan =
-            solver.new_bounded_integer(fit(bound, "the lower bound")?, fit(cap, "the cap")?);
-        for a in p.ids() {
-            // Some successor is present whenever `a` is.
-            let covered = p
-                .successors(a)
-                .iter()
-                .any(|arc| problem.binds_with(arc.activity, a));
-            if covered {
-                continue;
-            }
-            let constraint = pumpkin_constraints::binary_less_than_or_equals(
-                starts[a.index()].offset(fit(p.duration(a), "a duration")?),
-                makespan.scaled(1),
-                tag,
-            );
-            let poster = solver.add_constraint(constraint);
-            match presence(a) {
-                None => poster.post(),
-                Some(m) => poster.implied_by(Literal::new(m)),
-            }
-        }
-
-        // Resources.
-        post_cumulatives(&mut solver, p, &starts, tag)?;
-        Ok(Some(Self {
-            solver,
-            starts,
-            modes,
-            makespan,
-        }))
     }
 }
 

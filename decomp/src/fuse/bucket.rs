@@ -24,11 +24,67 @@ pub fn fuse_ops(
     graph: &Graph,
     members: &[Vec<OpId>],
 ) -> Result<(Graph, Vec<Vec<OpId>>), DecompError> {
-    let invalid = |reason: String| DecompError::InvalidContext { reason };
+    let (group_of, groups) = validate_groups(graph, members)?;
+    check_members_independent(graph, &group_of, &groups)?;
+    let (nodes, node_of) = contract(graph.len(), &group_of, &groups);
+    let order = contracted_order(graph, &nodes, &node_of)?;
+    let offset = member_offsets(graph, &groups);
+    let mut names: BTreeSet<String> = graph.ops().map(|o| o.name.clone()).collect();
+    let mut new_id = vec![OpId(usize::MAX); nodes.len()];
+    let mut b = GraphBuilder::new(graph.name());
+    b.set_resident_bytes(graph.resident_bytes());
+    let read = |(p, t): (OpId, usize), new_id: &[OpId]| -> (OpId, usize) {
+        let x = new_id[node_of[p.0]];
+        match group_of[p.0] {
+            None => (x, t),
+            Some(_) if graph.op(p).outputs.is_empty() => (x, 0),
+            Some(_) => (x, offset[p.0] + t),
+        }
+    };
+    for &v in &order {
+        let origin = &nodes[v];
+        let (op, mut ins) = if let [o] = origin[..] {
+            let ins: Vec<(OpId, usize)> = graph
+                .inputs(o)
+                .into_iter()
+                .map(|e| read(e, &new_id))
+                .collect();
+            (graph.op(o).clone(), ins)
+        } else {
+            let op = bucket_op(graph, origin, &mut names)?;
+            let ins: Vec<(OpId, usize)> = origin
+                .iter()
+                .flat_map(|&o| graph.inputs(o))
+                .map(|e| read(e, &new_id))
+                .collect();
+            (op, ins)
+        };
+        ins.sort_unstable();
+        ins.dedup();
+        new_id[v] = b.try_add(op, &ins)?;
+    }
+    let fused = b.finish();
+    let origin: Vec<Vec<OpId>> = order.iter().map(|&v| nodes[v].clone()).collect();
+    check_fusion(graph, &fused, &origin)?;
+    Ok((fused, origin))
+}
+
+/// Each op's group, `None` when it is in none.
+type GroupOf = Vec<Option<usize>>;
+
+/// [`DecompError::InvalidContext`] for `reason`.
+fn invalid(reason: String) -> DecompError {
+    DecompError::InvalidContext { reason }
+}
+
+/// Validates the groups: at least 2 members each, in range, collectives of one class, no op
+/// twice. Returns each op's group (for a member) and each group's members, sorted.
+fn validate_groups(
+    graph: &Graph,
+    members: &[Vec<OpId>],
+) -> Result<(GroupOf, Vec<Vec<OpId>>), DecompError> {
     let n = graph.len();
     let name = |o: OpId| describe(graph, o);
-
-    // Validate the groups; `group_of[o]` is the group of a member.
     let mut group_of: Vec<Option<usize>> = vec![None; n];
     let mut groups: Vec<Vec<OpId>> = Vec::with_capacity(members.len());
     for (gi, grp) in members.iter().enumerate() {
@@ -81,11 +137,18 @@ pub fn fuse_ops(
         }
         groups.push(s);
     }
+    Ok((group_of, groups))
+}
 
-    // A member must not depend on another member of its group: one walk in program order
-    // (a topological order) over the ops between the first and the last member, labelling
-    // each op with a member that reaches it.
-    let mut reached: Vec<Option<OpId>> = vec![None; n];
+/// Errors when a member depends on another member of its group: one walk in program order
+/// (a topological order) over the ops between the first and the last member, labelling each
+/// op with a member that reaches it.
+fn check_members_independent(
+    graph: &Graph,
+    group_of: &[Option<usize>],
+    groups: &[Vec<OpId>],
+) -> Result<(), DecompError> {
+    let mut reached: Vec<Option<OpId>> = vec![None; graph.len()];
     for (gi, s) in groups.iter().enumerate() {
         let (lo, hi) = (s[0].0, s[s.len() - 1].0);
         let mut cycle = None;
@@ -108,14 +171,21 @@ pub fn fuse_ops(
         if let Some((a, b)) = cycle {
             return Err(invalid(format!(
                 "{} depends on {} (through other ops): merging them would form a cycle",
-                name(b),
-                name(a)
+                describe(graph, b),
+                describe(graph, a)
             )));
         }
     }
+    Ok(())
+}
 
-    // The contracted graph: one node per copied op and per group (at its last member), in
-    // program order of those positions.
+/// The contracted graph's nodes: one per copied op and per group (at its last member), in
+/// program order of those positions; and each op's node.
+fn contract(
+    n: usize,
+    group_of: &[Option<usize>],
+    groups: &[Vec<OpId>],
+) -> (Vec<Vec<OpId>>, Vec<usize>) {
     let mut node_of = vec![usize::MAX; n];
     let mut group_node = vec![usize::MAX; groups.len()];
     let mut nodes: Vec<Vec<OpId>> = Vec::with_capacity(n);
@@ -137,6 +207,17 @@ pub fn fuse_ops(
             node_of[o] = group_node[g];
         }
     }
+    (nodes, node_of)
+}
+
+/// The contracted graph's nodes in a stable topological order (the ready node first in
+/// program order); errors naming the buckets when they would depend on each other in a
+/// cycle.
+fn contracted_order(
+    graph: &Graph,
+    nodes: &[Vec<OpId>],
+    node_of: &[usize],
+) -> Result<Vec<usize>, DecompError> {
     let mut edges: Vec<(usize, usize)> = graph
         .dependencies()
         .into_iter()
@@ -170,7 +251,7 @@ pub fn fuse_ops(
         let stuck: Vec<String> = (0..nodes.len())
             .filter(|&v| indeg[v] > 0 && nodes[v].len() > 1)
             .map(|v| {
-                let m: Vec<String> = nodes[v].iter().map(|&o| name(o)).collect();
+                let m: Vec<String> = nodes[v].iter().map(|&o| describe(graph, o)).collect();
                 format!("[{}]", m.join(", "))
             })
             .collect();
@@ -179,92 +260,69 @@ pub fn fuse_ops(
             stuck.join(" and ")
         )));
     }
+    Ok(order)
+}
 
-    // Output offsets of members in their bucket.
-    let mut offset = vec![0usize; n];
-    for s in &groups {
+/// The output offset of each member in its bucket.
+fn member_offsets(graph: &Graph, groups: &[Vec<OpId>]) -> Vec<usize> {
+    let mut offset = vec![0usize; graph.len()];
+    for s in groups {
         let mut k = 0;
         for &o in s {
             offset[o.0] = k;
             k += graph.op(o).outputs.len();
         }
     }
-    let mut names: BTreeSet<String> = graph.ops().map(|o| o.name.clone()).collect();
-    let mut new_id = vec![OpId(usize::MAX); nodes.len()];
-    let mut b = GraphBuilder::new(graph.name());
-    b.set_resident_bytes(graph.resident_bytes());
-    let read = |(p, t): (OpId, usize), new_id: &[OpId]| -> (OpId, usize) {
-        let x = new_id[node_of[p.0]];
-        match group_of[p.0] {
-            None => (x, t),
-            Some(_) if graph.op(p).outputs.is_empty() => (x, 0),
-            Some(_) => (x, offset[p.0] + t),
-        }
-    };
-    for &v in &order {
-        let origin = &nodes[v];
-        let (op, mut ins) = if let [o] = origin[..] {
-            let ins: Vec<(OpId, usize)> = graph
-                .inputs(o)
-                .into_iter()
-                .map(|e| read(e, &new_id))
-                .collect();
-            (graph.op(o).clone(), ins)
-        } else {
-            let (first, last) = (graph.op(origin[0]), graph.op(origin[origin.len() - 1]));
-            let (kind, group, link) = class(first).expect("members are collectives");
-            let mut bytes = 0u64;
-            for &o in origin {
-                let OpKind::Collective { bytes: x, .. } = graph.op(o).kind else {
-                    unreachable!("members are collectives")
-                };
-                bytes = bytes.checked_add(x).ok_or_else(|| {
-                    invalid(format!(
-                        "the bucket of {} .. {} overflows 64-bit bytes",
-                        name(origin[0]),
-                        name(origin[origin.len() - 1])
-                    ))
-                })?;
-            }
-            let base = format!("bucket({}..{})", first.name, last.name);
-            let mut unique = base.clone();
-            let mut k = 2;
-            while names.contains(&unique) {
-                unique = format!("{base}#{k}");
-                k += 1;
-            }
-            names.insert(unique.clone());
-            let op = Op {
-                name: unique,
-                kind: OpKind::Collective {
-                    kind,
-                    bytes,
-                    group,
-                    link,
-                },
-                outputs: origin
-                    .iter()
-                    .flat_map(|&o| graph.op(o).outputs.iter().cloned())
-                    .collect(),
-                duration_ns: None,
-                operand_dtype: None,
-                live_out: origin.iter().any(|&o| graph.op(o).live_out),
-                release_ns: 0,
-                lane: 0,
-            };
-            let ins: Vec<(OpId, usize)> = origin
-                .iter()
-                .flat_map(|&o| graph.inputs(o))
-                .map(|e| read(e, &new_id))
-                .collect();
-            (op, ins)
+    offset
+}
+
+/// The bucket op of the members `origin`: their class, summed bytes, concatenated outputs,
+/// live_out when any member is, under a name not in `names` (added to it). Errors when the
+/// bytes overflow.
+fn bucket_op(
+    graph: &Graph,
+    origin: &[OpId],
+    names: &mut BTreeSet<String>,
+) -> Result<Op, DecompError> {
+    let (first, last) = (graph.op(origin[0]), graph.op(origin[origin.len() - 1]));
+    let (kind, group, link) = class(first).expect("members are collectives");
+    let mut bytes = 0u64;
+    for &o in origin {
+        let OpKind::Collective { bytes: x, .. } = graph.op(o).kind else {
+            unreachable!("members are collectives")
         };
-        ins.sort_unstable();
-        ins.dedup();
-        new_id[v] = b.try_add(op, &ins)?;
+        bytes = bytes.checked_add(x).ok_or_else(|| {
+            invalid(format!(
+                "the bucket of {} .. {} overflows 64-bit bytes",
+                describe(graph, origin[0]),
+                describe(graph, origin[origin.len() - 1])
+            ))
+        })?;
     }
-    let fused = b.finish();
-    let origin: Vec<Vec<OpId>> = order.iter().map(|&v| nodes[v].clone()).collect();
-    check_fusion(graph, &fused, &origin)?;
-    Ok((fused, origin))
+    let base = format!("bucket({}..{})", first.name, last.name);
+    let mut unique = base.clone();
+    let mut k = 2;
+    while names.contains(&unique) {
+        unique = format!("{base}#{k}");
+        k += 1;
+    }
+    names.insert(unique.clone());
+    Ok(Op {
+        name: unique,
+        kind: OpKind::Collective {
+            kind,
+            bytes,
+            group,
+            link,
+        },
+        outputs: origin
+            .iter()
+            .flat_map(|&o| graph.op(o).outputs.iter().cloned())
+            .collect(),
+        duration_ns: None,
+        operand_dtype: None,
+        live_out: origin.iter().any(|&o| graph.op(o).live_out),
+        release_ns: 0,
+        lane: 0,
+    })
 }

@@ -3,10 +3,10 @@
 
 use concerto_graph::{Graph, Op, OpId, OpKind};
 
-use super::describe;
 use crate::error::DecompError;
 use crate::rewritten::{
-    copy_difference, live_out_difference, part_live_out, resident_difference, Origin, Rewritten,
+    copy_difference, describe, forward_inputs, live_out_difference, part_live_out,
+    resident_difference, Origin, Rewritten,
 };
 
 /// How an original op is covered in a rewritten graph.
@@ -54,46 +54,135 @@ pub fn check(original: &Graph, rewritten: &Rewritten) -> Result<(), DecompError>
 }
 
 fn check_inner(original: &Graph, rewritten: &Rewritten) -> Result<(), String> {
-    let g = &rewritten.graph;
-    let origin = &rewritten.origin;
-    let new = |x: OpId| describe(g, x);
-    let old = |o: OpId| describe(original, o);
+    let ck = SplitCheck {
+        original,
+        g: &rewritten.graph,
+        origin: &rewritten.origin,
+    };
+    let cover = ck.cover()?;
+    // (b): edges go forward.
+    let ins = forward_inputs(ck.g)?;
+    ck.work(&cover)?;
+    ck.dependencies(&cover, &ins)?;
+    ck.joins(&cover, &ins)?;
+    ck.memory(&cover)
+}
 
-    // (a) and (c): origins, and how each original op is covered.
-    if origin.len() != g.len() {
-        return Err(format!(
-            "{} origins for the {} ops of the rewritten graph",
-            origin.len(),
-            g.len()
-        ));
+/// The `(producer, output)` inputs of every op, each sorted.
+type Inputs = Vec<Vec<(OpId, usize)>>;
+
+/// Whether `x` reads `y` (its output `tensor`, or any) by a direct edge.
+fn has_edge(ins: &Inputs, x: OpId, y: OpId, tensor: Option<usize>) -> bool {
+    let v = &ins[x.0];
+    match tensor {
+        Some(t) => v.binary_search(&(y, t)).is_ok(),
+        None => {
+            let k = v.partition_point(|e| e.0 < y);
+            v.get(k).is_some_and(|e| e.0 == y)
+        }
     }
-    let mut cover = vec![Cover::default(); original.len()];
-    for x in g.ids() {
-        let o = origin[x.0].op();
-        if o.0 >= original.len() {
+}
+
+/// One check of a split rewrite: the original graph, the rewritten one and its origins.
+struct SplitCheck<'a> {
+    /// The original graph.
+    original: &'a Graph,
+    /// The rewritten graph.
+    g: &'a Graph,
+    /// Each rewritten op's origin.
+    origin: &'a [Origin],
+}
+
+impl SplitCheck<'_> {
+    /// An op of the rewritten graph in messages.
+    fn new_name(&self, x: OpId) -> String {
+        describe(self.g, x)
+    }
+
+    /// An op of the original graph in messages.
+    fn old_name(&self, o: OpId) -> String {
+        describe(self.original, o)
+    }
+
+    /// (a) and (c): one origin per op naming an original op, and how each original op is
+    /// covered.
+    fn cover(&self) -> Result<Vec<Cover>, String> {
+        let (original, g, origin) = (self.original, self.g, self.origin);
+        if origin.len() != g.len() {
             return Err(format!(
-                "{} comes from op #{}, but the original graph has {} ops",
-                new(x),
-                o.0,
-                original.len()
+                "{} origins for the {} ops of the rewritten graph",
+                origin.len(),
+                g.len()
             ));
         }
-        let c = &mut cover[o.0];
+        let mut cover = vec![Cover::default(); original.len()];
+        for x in g.ids() {
+            let o = origin[x.0].op();
+            if o.0 >= original.len() {
+                return Err(format!(
+                    "{} comes from op #{}, but the original graph has {} ops",
+                    self.new_name(x),
+                    o.0,
+                    original.len()
+                ));
+            }
+            self.record(&mut cover[o.0], x, o)?;
+        }
+        for o in original.ids() {
+            let c = &cover[o.0];
+            if c.copy.is_none() && c.chunks.is_empty() {
+                return Err(match c.join {
+                    Some(j) => {
+                        format!(
+                            "{} has a join ({}) but no chunks",
+                            self.old_name(o),
+                            self.new_name(j)
+                        )
+                    }
+                    None => format!("{} is neither copied nor chunked", self.old_name(o)),
+                });
+            }
+            if let Some(i) = c.chunks.iter().position(Option::is_none) {
+                return Err(format!(
+                    "chunk {i} of {} of {} is missing",
+                    c.chunks.len(),
+                    self.old_name(o)
+                ));
+            }
+            if !c.chunks.is_empty() && c.join.is_none() && original.successors(o).is_empty() {
+                return Err(format!(
+                    "{} is a graph output, chunked, and has no join",
+                    self.old_name(o)
+                ));
+            }
+            if !c.chunks.is_empty() && c.join.is_none() && original.op(o).live_out {
+                return Err(format!(
+                    "{} is an output of the step (live_out), chunked, and has no join",
+                    self.old_name(o)
+                ));
+            }
+        }
+        Ok(cover)
+    }
+
+    /// (c): records rewritten op `x` in the cover `c` of its original op `o`.
+    fn record(&self, c: &mut Cover, x: OpId, o: OpId) -> Result<(), String> {
+        let (g, origin) = (self.g, self.origin);
         match origin[x.0] {
             Origin::Copy(_) => {
                 if let Some(y) = c.copy {
                     return Err(format!(
                         "{} is copied twice: {} and {}",
-                        old(o),
-                        new(y),
-                        new(x)
+                        self.old_name(o),
+                        self.new_name(y),
+                        self.new_name(x)
                     ));
                 }
                 if !c.chunks.is_empty() || c.join.is_some() {
                     return Err(format!(
                         "{} is both copied ({}) and chunked",
-                        old(o),
-                        new(x)
+                        self.old_name(o),
+                        self.new_name(x)
                     ));
                 }
                 c.copy = Some(x);
@@ -102,16 +191,16 @@ fn check_inner(original: &Graph, rewritten: &Rewritten) -> Result<(), String> {
                 if let Some(y) = c.copy {
                     return Err(format!(
                         "{} is both copied ({}) and chunked ({})",
-                        old(o),
-                        new(y),
-                        new(x)
+                        self.old_name(o),
+                        self.new_name(y),
+                        self.new_name(x)
                     ));
                 }
                 if index >= n || n as usize > g.len() {
                     return Err(format!(
                         "{} claims to be chunk {index} of {n} of {}",
-                        new(x),
-                        old(o)
+                        self.new_name(x),
+                        self.old_name(o)
                     ));
                 }
                 if c.chunks.is_empty() {
@@ -119,17 +208,17 @@ fn check_inner(original: &Graph, rewritten: &Rewritten) -> Result<(), String> {
                 } else if c.chunks.len() != n as usize {
                     return Err(format!(
                         "the chunks of {} disagree on their count: {} and {n} ({})",
-                        old(o),
+                        self.old_name(o),
                         c.chunks.len(),
-                        new(x)
+                        self.new_name(x)
                     ));
                 }
                 if let Some(y) = c.chunks[index as usize] {
                     return Err(format!(
                         "{} has chunk {index} twice: {} and {}",
-                        old(o),
-                        new(y),
-                        new(x)
+                        self.old_name(o),
+                        self.new_name(y),
+                        self.new_name(x)
                     ));
                 }
                 c.chunks[index as usize] = Some(x);
@@ -138,17 +227,17 @@ fn check_inner(original: &Graph, rewritten: &Rewritten) -> Result<(), String> {
                 if let Some(y) = c.copy {
                     return Err(format!(
                         "{} is copied ({}) and has a join ({})",
-                        old(o),
-                        new(y),
-                        new(x)
+                        self.old_name(o),
+                        self.new_name(y),
+                        self.new_name(x)
                     ));
                 }
                 if let Some(y) = c.join {
                     return Err(format!(
                         "{} has two joins: {} and {}",
-                        old(o),
-                        new(y),
-                        new(x)
+                        self.old_name(o),
+                        self.new_name(y),
+                        self.new_name(x)
                     ));
                 }
                 c.join = Some(x);
@@ -156,180 +245,154 @@ fn check_inner(original: &Graph, rewritten: &Rewritten) -> Result<(), String> {
             Origin::Step { .. } | Origin::Accumulate { .. } => {
                 return Err(format!(
                     "{} is a ring step of {}, which a split rewrite never makes",
-                    new(x),
-                    old(o)
+                    self.new_name(x),
+                    self.old_name(o)
                 ));
             }
         }
-    }
-    for o in original.ids() {
-        let c = &cover[o.0];
-        if c.copy.is_none() && c.chunks.is_empty() {
-            return Err(match c.join {
-                Some(j) => format!("{} has a join ({}) but no chunks", old(o), new(j)),
-                None => format!("{} is neither copied nor chunked", old(o)),
-            });
-        }
-        if let Some(i) = c.chunks.iter().position(Option::is_none) {
-            return Err(format!(
-                "chunk {i} of {} of {} is missing",
-                c.chunks.len(),
-                old(o)
-            ));
-        }
-        if !c.chunks.is_empty() && c.join.is_none() && original.successors(o).is_empty() {
-            return Err(format!(
-                "{} is a graph output, chunked, and has no join",
-                old(o)
-            ));
-        }
-        if !c.chunks.is_empty() && c.join.is_none() && original.op(o).live_out {
-            return Err(format!(
-                "{} is an output of the step (live_out), chunked, and has no join",
-                old(o)
-            ));
-        }
+        Ok(())
     }
 
-    // (b): edges go forward.
-    let ins: Vec<Vec<(OpId, usize)>> = g.ids().map(|x| g.inputs(x)).collect();
-    for x in g.ids() {
-        if let Some(&(p, _)) = ins[x.0].iter().find(|(p, _)| *p >= x) {
-            return Err(format!(
-                "edge {} -> {} does not go forward in program order",
-                new(p),
-                new(x)
-            ));
-        }
-    }
-
-    // (d): work.
-    for o in original.ids() {
-        let op = original.op(o);
-        let c = &cover[o.0];
-        if let Some(x) = c.copy {
-            let y = g.op(x);
-            let differs = copy_difference(op, y);
-            if let Some(what) = differs {
-                return Err(format!(
-                    "the copy {} of {} differs in its {what}",
-                    new(x),
-                    old(o)
-                ));
-            }
-        } else {
-            let chunks: Vec<(OpId, &Op)> =
-                c.chunks.iter().flatten().map(|&x| (x, g.op(x))).collect();
-            conserved(op, &chunks, &new).map_err(|e| format!("{}: {e}", old(o)))?;
-        }
-    }
-
-    // (e): every original dependency, by a direct edge.
-    let has_edge = |x: OpId, y: OpId, tensor: Option<usize>| -> bool {
-        let v = &ins[x.0];
-        match tensor {
-            Some(t) => v.binary_search(&(y, t)).is_ok(),
-            None => {
-                let k = v.partition_point(|e| e.0 < y);
-                v.get(k).is_some_and(|e| e.0 == y)
-            }
-        }
-    };
-    for c in original.ids() {
-        let cc = &cover[c.0];
-        let reps: Vec<(OpId, Option<usize>)> = match cc.copy {
-            Some(x) => vec![(x, None)],
-            None => cc
-                .chunks
-                .iter()
-                .flatten()
-                .enumerate()
-                .map(|(i, &x)| (x, Some(i)))
-                .collect(),
-        };
-        for (p, t) in original.inputs(c) {
-            let pc = &cover[p.0];
-            for &(x, i) in &reps {
-                let (y, tensor) = match (pc.copy, i) {
-                    (Some(y), _) => (y, Some(t)),
-                    (None, Some(i)) => match pc.chunks.get(i).copied().flatten() {
-                        Some(y) => (y, None),
-                        None => {
-                            return Err(format!(
-                                "chunk {} of {} reads {}, which has no chunk {i}",
-                                new(x),
-                                old(c),
-                                old(p)
-                            ))
-                        }
-                    },
-                    (None, None) => match pc.join {
-                        Some(j) => (j, Some(t)),
-                        None => {
-                            return Err(format!(
-                                "the copy {} of {} reads the chunked {}, which has no join",
-                                new(x),
-                                old(c),
-                                old(p)
-                            ))
-                        }
-                    },
-                };
-                if !has_edge(x, y, tensor) {
-                    let what = tensor.map_or(String::new(), |t| format!(" (output {t})"));
+    /// (d): copies equal their originals; chunks conserve their op's work.
+    fn work(&self, cover: &[Cover]) -> Result<(), String> {
+        let (original, g) = (self.original, self.g);
+        for o in original.ids() {
+            let op = original.op(o);
+            let c = &cover[o.0];
+            if let Some(x) = c.copy {
+                let y = g.op(x);
+                let differs = copy_difference(op, y);
+                if let Some(what) = differs {
                     return Err(format!(
-                        "the dependency {} -> {} is lost: no edge {} -> {}{what}",
-                        old(p),
-                        old(c),
-                        new(y),
-                        new(x)
+                        "the copy {} of {} differs in its {what}",
+                        self.new_name(x),
+                        self.old_name(o)
                     ));
+                }
+            } else {
+                let chunks: Vec<(OpId, &Op)> =
+                    c.chunks.iter().flatten().map(|&x| (x, g.op(x))).collect();
+                conserved(op, &chunks, &|x| self.new_name(x))
+                    .map_err(|e| format!("{}: {e}", self.old_name(o)))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// (e): every original dependency, by a direct edge.
+    fn dependencies(&self, cover: &[Cover], ins: &Inputs) -> Result<(), String> {
+        let original = self.original;
+        for c in original.ids() {
+            let cc = &cover[c.0];
+            let reps: Vec<(OpId, Option<usize>)> = match cc.copy {
+                Some(x) => vec![(x, None)],
+                None => cc
+                    .chunks
+                    .iter()
+                    .flatten()
+                    .enumerate()
+                    .map(|(i, &x)| (x, Some(i)))
+                    .collect(),
+            };
+            for (p, t) in original.inputs(c) {
+                let pc = &cover[p.0];
+                for &(x, i) in &reps {
+                    let (y, tensor) = match (pc.copy, i) {
+                        (Some(y), _) => (y, Some(t)),
+                        (None, Some(i)) => match pc.chunks.get(i).copied().flatten() {
+                            Some(y) => (y, None),
+                            None => {
+                                return Err(format!(
+                                    "chunk {} of {} reads {}, which has no chunk {i}",
+                                    self.new_name(x),
+                                    self.old_name(c),
+                                    self.old_name(p)
+                                ))
+                            }
+                        },
+                        (None, None) => match pc.join {
+                            Some(j) => (j, Some(t)),
+                            None => {
+                                return Err(format!(
+                                    "the copy {} of {} reads the chunked {}, which has no join",
+                                    self.new_name(x),
+                                    self.old_name(c),
+                                    self.old_name(p)
+                                ))
+                            }
+                        },
+                    };
+                    if !has_edge(ins, x, y, tensor) {
+                        let what = tensor.map_or(String::new(), |t| format!(" (output {t})"));
+                        return Err(format!(
+                            "the dependency {} -> {} is lost: no edge {} -> {}{what}",
+                            self.old_name(p),
+                            self.old_name(c),
+                            self.new_name(y),
+                            self.new_name(x)
+                        ));
+                    }
                 }
             }
         }
+        Ok(())
     }
 
-    // (f): joins.
-    for o in original.ids() {
-        let c = &cover[o.0];
-        let Some(j) = c.join else { continue };
-        let op = g.op(j);
-        if !matches!(op.kind, OpKind::Compute { .. }) || op.outputs != original.op(o).outputs {
-            return Err(format!(
-                "the join {} of {} is not a compute op with the original's outputs",
-                new(j),
-                old(o)
-            ));
+    /// (f): each join is a compute op with its original's outputs and reads every chunk.
+    fn joins(&self, cover: &[Cover], ins: &Inputs) -> Result<(), String> {
+        let (original, g) = (self.original, self.g);
+        for o in original.ids() {
+            let c = &cover[o.0];
+            let Some(j) = c.join else { continue };
+            let op = g.op(j);
+            if !matches!(op.kind, OpKind::Compute { .. }) || op.outputs != original.op(o).outputs {
+                return Err(format!(
+                    "the join {} of {} is not a compute op with the original's outputs",
+                    self.new_name(j),
+                    self.old_name(o)
+                ));
+            }
+            if let Some(&x) = c
+                .chunks
+                .iter()
+                .flatten()
+                .find(|&&x| !has_edge(ins, j, x, None))
+            {
+                return Err(format!(
+                    "the join {} of {} does not read its chunk {}",
+                    self.new_name(j),
+                    self.old_name(o),
+                    self.new_name(x)
+                ));
+            }
         }
-        if let Some(&x) = c.chunks.iter().flatten().find(|&&x| !has_edge(j, x, None)) {
-            return Err(format!(
-                "the join {} of {} does not read its chunk {}",
-                new(j),
-                old(o),
-                new(x)
-            ));
-        }
+        Ok(())
     }
 
-    // (g): memory.
-    if let Some(e) = resident_difference(original, g) {
-        return Err(e);
-    }
-    for o in original.ids() {
-        let c = &cover[o.0];
-        if let Some(j) = c.join {
-            let want = original.op(o).live_out;
-            if let Some(e) = live_out_difference(want, g.op(j), &new(j), &old(o)) {
-                return Err(e);
+    /// (g): the original's resident bytes; each join's live_out mark, none on a chunk.
+    fn memory(&self, cover: &[Cover]) -> Result<(), String> {
+        let (original, g) = (self.original, self.g);
+        if let Some(e) = resident_difference(original, g) {
+            return Err(e);
+        }
+        for o in original.ids() {
+            let c = &cover[o.0];
+            if let Some(j) = c.join {
+                let want = original.op(o).live_out;
+                if let Some(e) =
+                    live_out_difference(want, g.op(j), &self.new_name(j), &self.old_name(o))
+                {
+                    return Err(e);
+                }
+            }
+            for &x in c.chunks.iter().flatten() {
+                if let Some(e) = part_live_out(g.op(x), &self.new_name(x), &self.old_name(o)) {
+                    return Err(e);
+                }
             }
         }
-        for &x in c.chunks.iter().flatten() {
-            if let Some(e) = part_live_out(g.op(x), &new(x), &old(o)) {
-                return Err(e);
-            }
-        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// Work conservation of `op`'s chunks (rule (d) of [`check`]).

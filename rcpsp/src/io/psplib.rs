@@ -144,108 +144,11 @@ pub fn parse(text: &str, file: &str) -> Result<Problem, ReadError> {
         file,
         lines: text.lines().enumerate().map(|(i, l)| (i + 1, l)).collect(),
     };
-    let (_, jobs) = lines.count("jobs (incl. supersource/sink )")?;
-    let (renewable_line, renewable) = lines.count("- renewable")?;
-    for key in ["- nonrenewable", "- doubly constrained"] {
-        if let Ok((n, count)) = lines.count(key) {
-            if count > 0 {
-                return Err(ReadError::Unsupported {
-                    file: file.to_owned(),
-                    line: n,
-                    what: format!("{count} {} resource(s)", key.trim_start_matches("- ")),
-                });
-            }
-        }
-    }
-    if jobs == 0 {
-        return Err(ReadError::Syntax {
-            file: file.to_owned(),
-            line: renewable_line,
-            column: 1,
-            expected: "at least one job".into(),
-            found: "0 jobs".into(),
-        });
-    }
-
-    // Resource names from the REQUESTS/DURATIONS column header ("R 1  R 2 ..." or "R1 R2").
+    let (jobs, renewable) = lines.sizes()?;
     let requests = lines.section(REQUESTS)?;
-    let header = requests
-        .iter()
-        .find(|(_, l)| l.trim_start().starts_with("jobnr"))
-        .map(|(_, l)| *l)
-        .unwrap_or("");
-    let mut names: Vec<String> = Vec::new();
-    let words: Vec<&str> = header
-        .split_whitespace()
-        .skip_while(|w| *w != "duration")
-        .skip(1)
-        .collect();
-    let mut k = 0;
-    while k < words.len() {
-        if words[k].chars().all(|c| c.is_ascii_alphabetic()) && k + 1 < words.len() {
-            names.push(format!("{}{}", words[k], words[k + 1]));
-            k += 2;
-        } else {
-            names.push(words[k].to_owned());
-            k += 1;
-        }
-    }
-    if names.len() != renewable {
-        names = (1..=renewable).map(|r| format!("R{r}")).collect();
-    }
-
-    // Precedences: one job per line.
-    let prec = lines.section(PRECEDENCES)?;
-    let mut rows = records(file, prec, jobs, PRECEDENCES)?;
-    let mut successors: Vec<(usize, usize)> = Vec::new();
-    for (j, t) in (1..=jobs).zip(rows.iter_mut()) {
-        job_number(t, j, PRECEDENCES)?;
-        let (modes, tok) = t.number::<usize>("a mode count")?;
-        if modes != 1 {
-            return Err(ReadError::Unsupported {
-                file: file.to_owned(),
-                line: tok.line,
-                what: format!("job {j} with {modes} modes (only single-mode .sm files)"),
-            });
-        }
-        let (count, _) = t.number::<usize>("a successor count")?;
-        for k in 1..=count {
-            let expected =
-                format!("successor {k} of {count} of job {j} (a job number from 1 to {jobs})");
-            let (s, tok) = t.number::<usize>(&expected)?;
-            if s == 0 || s > jobs {
-                return Err(t.error_at(tok, &expected));
-            }
-            successors.push((j, s));
-        }
-        end_of_record(
-            t,
-            &format!("the end of job {j}'s line after {count} successors"),
-        )?;
-    }
-
-    // Durations and demands: one job per line.
-    let mut rows = records(file, requests, jobs, REQUESTS)?;
-    let mut durations = vec![0 as Time; jobs];
-    let mut demands = vec![vec![0u32; renewable]; jobs];
-    for (j, t) in (1..=jobs).zip(rows.iter_mut()) {
-        job_number(t, j, REQUESTS)?;
-        let (mode, tok) = t.number::<usize>("mode 1")?;
-        if mode != 1 {
-            return Err(t.error_at(tok, "mode 1"));
-        }
-        let (d, _) = t.number::<Time>(&format!("the duration of job {j}"))?;
-        durations[j - 1] = d;
-        for (r, name) in names.iter().enumerate() {
-            let (q, _) = t.number::<u32>(&format!("the demand of job {j} for {name}"))?;
-            demands[j - 1][r] = q;
-        }
-        end_of_record(
-            t,
-            &format!("the end of job {j}'s line after {renewable} demands"),
-        )?;
-    }
-
+    let names = resource_names(requests, renewable);
+    let successors = lines.successors(jobs)?;
+    let (durations, demands) = requests_of(file, requests, jobs, &names)?;
     // Capacities.
     let avail = lines.section(AVAILABILITIES)?;
     let mut t = Tokens::new(file, avail.iter().copied().filter(|(_, l)| is_data(l)));
@@ -253,7 +156,6 @@ pub fn parse(text: &str, file: &str) -> Result<Problem, ReadError> {
     for name in &names {
         caps.push(t.number::<u32>(&format!("the capacity of {name}"))?.0);
     }
-
     let mut b = ProblemBuilder::new();
     let resources: Vec<_> = names
         .iter()
@@ -279,6 +181,133 @@ pub fn parse(text: &str, file: &str) -> Result<Problem, ReadError> {
         file: file.to_owned(),
         source,
     })
+}
+
+impl Lines<'_> {
+    /// The numbers of jobs and renewable resources; errors on other resource kinds or no
+    /// jobs.
+    fn sizes(&self) -> Result<(usize, usize), ReadError> {
+        let file = self.file;
+        let (_, jobs) = self.count("jobs (incl. supersource/sink )")?;
+        let (renewable_line, renewable) = self.count("- renewable")?;
+        for key in ["- nonrenewable", "- doubly constrained"] {
+            if let Ok((n, count)) = self.count(key) {
+                if count > 0 {
+                    return Err(ReadError::Unsupported {
+                        file: file.to_owned(),
+                        line: n,
+                        what: format!("{count} {} resource(s)", key.trim_start_matches("- ")),
+                    });
+                }
+            }
+        }
+        if jobs == 0 {
+            return Err(ReadError::Syntax {
+                file: file.to_owned(),
+                line: renewable_line,
+                column: 1,
+                expected: "at least one job".into(),
+                found: "0 jobs".into(),
+            });
+        }
+        Ok((jobs, renewable))
+    }
+
+    /// The precedences, one job per line: `(job, successor)` numbered from 1; errors on a
+    /// job of several modes.
+    fn successors(&self, jobs: usize) -> Result<Vec<(usize, usize)>, ReadError> {
+        let file = self.file;
+        let prec = self.section(PRECEDENCES)?;
+        let mut rows = records(file, prec, jobs, PRECEDENCES)?;
+        let mut successors: Vec<(usize, usize)> = Vec::new();
+        for (j, t) in (1..=jobs).zip(rows.iter_mut()) {
+            job_number(t, j, PRECEDENCES)?;
+            let (modes, tok) = t.number::<usize>("a mode count")?;
+            if modes != 1 {
+                return Err(ReadError::Unsupported {
+                    file: file.to_owned(),
+                    line: tok.line,
+                    what: format!("job {j} with {modes} modes (only single-mode .sm files)"),
+                });
+            }
+            let (count, _) = t.number::<usize>("a successor count")?;
+            for k in 1..=count {
+                let expected =
+                    format!("successor {k} of {count} of job {j} (a job number from 1 to {jobs})");
+                let (s, tok) = t.number::<usize>(&expected)?;
+                if s == 0 || s > jobs {
+                    return Err(t.error_at(tok, &expected));
+                }
+                successors.push((j, s));
+            }
+            end_of_record(
+                t,
+                &format!("the end of job {j}'s line after {count} successors"),
+            )?;
+        }
+        Ok(successors)
+    }
+}
+
+/// Resource names from the REQUESTS/DURATIONS column header ("R 1  R 2 ..." or "R1 R2");
+/// `R1..` when they do not number `renewable`.
+fn resource_names(requests: &[(usize, &str)], renewable: usize) -> Vec<String> {
+    let header = requests
+        .iter()
+        .find(|(_, l)| l.trim_start().starts_with("jobnr"))
+        .map(|(_, l)| *l)
+        .unwrap_or("");
+    let mut names: Vec<String> = Vec::new();
+    let words: Vec<&str> = header
+        .split_whitespace()
+        .skip_while(|w| *w != "duration")
+        .skip(1)
+        .collect();
+    let mut k = 0;
+    while k < words.len() {
+        if words[k].chars().all(|c| c.is_ascii_alphabetic()) && k + 1 < words.len() {
+            names.push(format!("{}{}", words[k], words[k + 1]));
+            k += 2;
+        } else {
+            names.push(words[k].to_owned());
+            k += 1;
+        }
+    }
+    if names.len() != renewable {
+        names = (1..=renewable).map(|r| format!("R{r}")).collect();
+    }
+    names
+}
+
+/// Durations and demands, one job per line in mode 1.
+fn requests_of(
+    file: &str,
+    requests: &[(usize, &str)],
+    jobs: usize,
+    names: &[String],
+) -> Result<(Vec<Time>, Vec<Vec<u32>>), ReadError> {
+    let renewable = names.len();
+    let mut rows = records(file, requests, jobs, REQUESTS)?;
+    let mut durations = vec![0 as Time; jobs];
+    let mut demands = vec![vec![0u32; renewable]; jobs];
+    for (j, t) in (1..=jobs).zip(rows.iter_mut()) {
+        job_number(t, j, REQUESTS)?;
+        let (mode, tok) = t.number::<usize>("mode 1")?;
+        if mode != 1 {
+            return Err(t.error_at(tok, "mode 1"));
+        }
+        let (d, _) = t.number::<Time>(&format!("the duration of job {j}"))?;
+        durations[j - 1] = d;
+        for (r, name) in names.iter().enumerate() {
+            let (q, _) = t.number::<u32>(&format!("the demand of job {j} for {name}"))?;
+            demands[j - 1][r] = q;
+        }
+        end_of_record(
+            t,
+            &format!("the end of job {j}'s line after {renewable} demands"),
+        )?;
+    }
+    Ok((durations, demands))
 }
 
 /// One row of a reference table (`instance,lower_bound,upper_bound,optimal,critical_path_lb,jobs`,

@@ -132,6 +132,43 @@ impl ProblemBuilder {
         if self.activities.is_empty() {
             return Err(ProblemError::Empty);
         }
+        let resource_index = self.resource_index()?;
+        let by_name = self.activity_index()?;
+        let n = self.activities.len();
+        let mut activities = self.checked_activities()?;
+        self.apply_demands(&mut activities, &resource_index, &by_name)?;
+        let precedences = self.merged_precedences(&activities, &by_name)?;
+        let horizon = horizon(&activities, &precedences)?;
+        let (pred_start, preds) = csr(n, precedences.iter().map(|p| (p.to, p.from, p.lag)));
+        let (succ_start, succs) = csr(n, precedences.iter().map(|p| (p.from, p.to, p.lag)));
+        let topo =
+            topological_order(n, &pred_start, &preds, &succ_start, &succs).map_err(|cycle| {
+                ProblemError::Cycle {
+                    activities: cycle
+                        .into_iter()
+                        .map(|a| activities[a.0].name.clone())
+                        .collect(),
+                }
+            })?;
+        let (load_start, loads) = loads(&activities);
+        Ok(Problem {
+            activities,
+            resources: self.resources,
+            precedences,
+            pred_start,
+            preds,
+            succ_start,
+            succs,
+            load_start,
+            loads,
+            topo,
+            horizon,
+            by_name,
+        })
+    }
+
+    /// The resources by name; errors on an empty or repeated name.
+    fn resource_index(&self) -> Result<BTreeMap<String, ResourceId>, ProblemError> {
         let mut resource_index = BTreeMap::new();
         for (i, r) in self.resources.iter().enumerate() {
             if r.name.is_empty() {
@@ -149,6 +186,11 @@ impl ProblemBuilder {
                 });
             }
         }
+        Ok(resource_index)
+    }
+
+    /// The activities by name; errors on an empty or repeated name.
+    fn activity_index(&self) -> Result<BTreeMap<String, ActivityId>, ProblemError> {
         let mut by_name = BTreeMap::new();
         for (i, a) in self.activities.iter().enumerate() {
             if a.name.is_empty() {
@@ -163,9 +205,14 @@ impl ProblemBuilder {
                 });
             }
         }
-        let n = self.activities.len();
+        Ok(by_name)
+    }
+
+    /// The activities without demands; errors on a negative duration or release, or a time
+    /// window too short for the duration.
+    fn checked_activities(&self) -> Result<Vec<Activity>, ProblemError> {
         let nr = self.resources.len();
-        let mut activities = Vec::with_capacity(n);
+        let mut activities = Vec::with_capacity(self.activities.len());
         for a in &self.activities {
             if a.duration < 0 {
                 return Err(ProblemError::NegativeDuration {
@@ -200,29 +247,24 @@ impl ProblemBuilder {
                 deadline: a.deadline,
             });
         }
+        Ok(activities)
+    }
 
-        let resolve = |r: &ActivityRef, context: &dyn Fn() -> String| match r {
-            ActivityRef::Id(id) if id.0 < n => Ok(*id),
-            ActivityRef::Id(id) => Err(ProblemError::UnknownActivity {
-                name: format!("#{}", id.0),
-                context: context(),
-            }),
-            ActivityRef::Name(name) => {
-                by_name
-                    .get(name)
-                    .copied()
-                    .ok_or_else(|| ProblemError::UnknownActivity {
-                        name: name.clone(),
-                        context: context(),
-                    })
-            }
-        };
+    /// Sets each demand on its activity; errors on an unknown activity or resource, or a
+    /// demand over the capacity.
+    fn apply_demands(
+        &self,
+        activities: &mut [Activity],
+        resource_index: &BTreeMap<String, ResourceId>,
+        by_name: &BTreeMap<String, ActivityId>,
+    ) -> Result<(), ProblemError> {
+        let nr = self.resources.len();
         for (activity, resource, amount) in &self.demands {
             let resource_text = || match resource {
                 ResourceRef::Id(id) => format!("#{}", id.0),
                 ResourceRef::Name(name) => name.clone(),
             };
-            let aid = resolve(activity, &|| {
+            let aid = resolve(activity, activities.len(), by_name, &|| {
                 format!("a demand for resource `{}`", resource_text())
             })?;
             let rid = match resource {
@@ -248,13 +290,22 @@ impl ProblemBuilder {
             }
             activities[aid.0].demands[rid.0] = *amount;
         }
+        Ok(())
+    }
 
-        // Sorted by (from, to), each pair once with its largest lag.
+    /// The precedences sorted by (from, to), each pair once with its largest lag; errors on
+    /// an unknown activity or a negative lag.
+    fn merged_precedences(
+        &self,
+        activities: &[Activity],
+        by_name: &BTreeMap<String, ActivityId>,
+    ) -> Result<Vec<Precedence>, ProblemError> {
+        let n = activities.len();
         let mut pairs: Vec<(ActivityId, ActivityId, Time)> =
             Vec::with_capacity(self.precedences.len());
         for (k, (from, to, lag)) in self.precedences.iter().enumerate() {
-            let f = resolve(from, &|| format!("precedence {} (from)", k + 1))?;
-            let t = resolve(to, &|| format!("precedence {} (to)", k + 1))?;
+            let f = resolve(from, n, by_name, &|| format!("precedence {} (from)", k + 1))?;
+            let t = resolve(to, n, by_name, &|| format!("precedence {} (to)", k + 1))?;
             if *lag < 0 {
                 return Err(ProblemError::NegativeLag {
                     from: activities[f.0].name.clone(),
@@ -273,63 +324,70 @@ impl ProblemBuilder {
                 _ => precedences.push(Precedence { from, to, lag }),
             }
         }
+        Ok(precedences)
+    }
+}
 
-        // Horizon: sum of duration + largest outgoing lag.
-        let mut max_lag = vec![0 as Time; n];
-        for p in &precedences {
-            max_lag[p.from.0] = max_lag[p.from.0].max(p.lag);
+/// The activity `r` names among `n`, or [`ProblemError::UnknownActivity`] with `context`.
+fn resolve(
+    r: &ActivityRef,
+    n: usize,
+    by_name: &BTreeMap<String, ActivityId>,
+    context: &dyn Fn() -> String,
+) -> Result<ActivityId, ProblemError> {
+    match r {
+        ActivityRef::Id(id) if id.0 < n => Ok(*id),
+        ActivityRef::Id(id) => Err(ProblemError::UnknownActivity {
+            name: format!("#{}", id.0),
+            context: context(),
+        }),
+        ActivityRef::Name(name) => {
+            by_name
+                .get(name)
+                .copied()
+                .ok_or_else(|| ProblemError::UnknownActivity {
+                    name: name.clone(),
+                    context: context(),
+                })
         }
-        let mut horizon: Time = activities.iter().map(|a| a.release).max().unwrap_or(0);
-        for (i, a) in activities.iter().enumerate() {
-            horizon = horizon
-                .checked_add(a.duration)
-                .and_then(|h| h.checked_add(max_lag[i]))
-                .ok_or_else(|| ProblemError::HorizonOverflow {
-                    activity: a.name.clone(),
-                })?;
-        }
+    }
+}
 
-        let (pred_start, preds) = csr(n, precedences.iter().map(|p| (p.to, p.from, p.lag)));
-        let (succ_start, succs) = csr(n, precedences.iter().map(|p| (p.from, p.to, p.lag)));
-        let topo =
-            topological_order(n, &pred_start, &preds, &succ_start, &succs).map_err(|cycle| {
-                ProblemError::Cycle {
-                    activities: cycle
-                        .into_iter()
-                        .map(|a| activities[a.0].name.clone())
-                        .collect(),
-                }
+/// The horizon: the latest release plus every duration and largest outgoing lag; errors on
+/// overflow, naming the activity where it happens.
+fn horizon(activities: &[Activity], precedences: &[Precedence]) -> Result<Time, ProblemError> {
+    let mut max_lag = vec![0 as Time; activities.len()];
+    for p in precedences {
+        max_lag[p.from.0] = max_lag[p.from.0].max(p.lag);
+    }
+    let mut horizon: Time = activities.iter().map(|a| a.release).max().unwrap_or(0);
+    for (i, a) in activities.iter().enumerate() {
+        horizon = horizon
+            .checked_add(a.duration)
+            .and_then(|h| h.checked_add(max_lag[i]))
+            .ok_or_else(|| ProblemError::HorizonOverflow {
+                activity: a.name.clone(),
             })?;
+    }
+    Ok(horizon)
+}
 
-        let mut load_start = Vec::with_capacity(n + 1);
-        let mut loads = Vec::new();
-        load_start.push(0);
-        for a in &activities {
-            if a.duration > 0 {
-                for (r, &d) in a.demands.iter().enumerate() {
-                    if d > 0 {
-                        loads.push((ResourceId(r), d));
-                    }
+/// Each activity's nonzero demands, if its duration is positive, in compressed rows.
+fn loads(activities: &[Activity]) -> (Vec<usize>, Vec<(ResourceId, u32)>) {
+    let mut load_start = Vec::with_capacity(activities.len() + 1);
+    let mut loads = Vec::new();
+    load_start.push(0);
+    for a in activities {
+        if a.duration > 0 {
+            for (r, &d) in a.demands.iter().enumerate() {
+                if d > 0 {
+                    loads.push((ResourceId(r), d));
                 }
             }
-            load_start.push(loads.len());
         }
-
-        Ok(Problem {
-            activities,
-            resources: self.resources,
-            precedences,
-            pred_start,
-            preds,
-            succ_start,
-            succs,
-            load_start,
-            loads,
-            topo,
-            horizon,
-            by_name,
-        })
+        load_start.push(loads.len());
     }
+    (load_start, loads)
 }
 
 /// Compressed adjacency: for each `key`, the arcs `(other, lag)` in the order given.

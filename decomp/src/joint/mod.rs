@@ -42,8 +42,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use concerto_graph::{Graph, GraphBuilder, Op, OpId};
 
 use crate::error::DecompError;
-use crate::rewrite::{rewrite, Origin, Rewritten};
+use crate::rewrite::Origin;
 use crate::split::Context;
+
+mod regions;
+
+use regions::{find_regions, region_mode_sets, rewrite_modes, Modes, Regions};
 
 /// One candidate of [`union`]: a context and its chunk function's result, the rewrite.
 #[derive(Clone, Debug)]
@@ -131,15 +135,6 @@ impl Union {
     }
 }
 
-/// Union-find root.
-fn root(parent: &mut [usize], mut i: usize) -> usize {
-    while parent[i] != i {
-        parent[i] = parent[parent[i]];
-        i = parent[i];
-    }
-    i
-}
-
 /// Most modes of one region: past it, a region keeps its single candidates, the starting
 /// choice and the greedy largest compatible set.
 pub const MAX_MODES: usize = 64;
@@ -160,160 +155,59 @@ pub fn union(
     chunk: &dyn Fn(&Context, &Op, u32) -> Op,
     start: &[usize],
 ) -> Result<Union, DecompError> {
-    // Regions: candidates connected by shared ops.
-    let k = candidates.len();
-    let mut parent: Vec<usize> = (0..k).collect();
-    let mut owner: BTreeMap<OpId, usize> = BTreeMap::new();
-    for (i, c) in candidates.iter().enumerate() {
-        for &o in &c.context.ops {
-            match owner.get(&o) {
-                Some(&j) => {
-                    let (a, b) = (root(&mut parent, i), root(&mut parent, j));
-                    parent[a] = b;
-                }
-                None => {
-                    owner.insert(o, i);
-                }
-            }
-        }
-    }
-    let mut region_of_root: BTreeMap<usize, usize> = BTreeMap::new();
-    let mut region_cands: Vec<Vec<usize>> = Vec::new();
-    for i in 0..k {
-        let r = root(&mut parent, i);
-        let next = region_cands.len();
-        let idx = *region_of_root.entry(r).or_insert(next);
-        if idx == region_cands.len() {
-            region_cands.push(Vec::new());
-        }
-        region_cands[idx].push(i);
-    }
-    let mut region_of = vec![None; graph.len()];
-    let mut region_ops: Vec<Vec<OpId>> = Vec::new();
-    for (r, cands) in region_cands.iter().enumerate() {
-        let ops: BTreeSet<OpId> = cands
-            .iter()
-            .flat_map(|&i| candidates[i].context.ops.iter().copied())
-            .collect();
-        for &o in &ops {
-            region_of[o.0] = Some(r);
-        }
-        region_ops.push(ops.into_iter().collect());
-    }
-    // Modes: compatible candidate sets per region.
-    let compatible = |a: usize, b: usize| {
-        let (x, y) = (&candidates[a].context, &candidates[b].context);
-        x.collective != y.collective && !x.ops.iter().any(|o| y.ops.contains(o))
-    };
-    let mut region_modes: Vec<Vec<Vec<usize>>> = Vec::new();
-    for cands in &region_cands {
-        let mut sets: Vec<Vec<usize>> = Vec::new();
-        let mut stack: Vec<(usize, Vec<usize>)> = vec![(0, Vec::new())];
-        let mut overflow = false;
-        while let Some((from, set)) = stack.pop() {
-            for (j, &c) in cands.iter().enumerate().skip(from) {
-                if set.iter().all(|&x| compatible(x, c)) {
-                    let mut next = set.clone();
-                    next.push(c);
-                    sets.push(next.clone());
-                    if sets.len() > MAX_MODES {
-                        overflow = true;
-                        break;
-                    }
-                    stack.push((j + 1, next));
-                }
-            }
-            if overflow {
-                break;
-            }
-        }
-        if overflow {
-            sets = cands.iter().map(|&c| vec![c]).collect();
-            let mine: Vec<usize> = start
-                .iter()
-                .copied()
-                .filter(|c| cands.contains(c))
-                .collect();
-            if mine.len() > 1 {
-                sets.push(mine);
-            }
-            let mut greedy: Vec<usize> = Vec::new();
-            for &c in cands {
-                if greedy.iter().all(|&x| compatible(x, c)) {
-                    greedy.push(c);
-                }
-            }
-            if greedy.len() > 1 && !sets.contains(&greedy) {
-                sets.push(greedy);
-            }
-        }
-        for set in &mut sets {
-            set.sort_unstable();
-        }
-        sets.sort();
-        sets.dedup();
-        region_modes.push(sets);
-    }
-    // Each mode's rewrite: its candidates applied one after the other, the origins composed
-    // back to the original ops.
-    let mut rewritten: Vec<Rewritten> = Vec::new();
-    let mut mode_entry: Vec<(usize, usize)> = Vec::new();
-    for (r, sets) in region_modes.iter().enumerate() {
-        for (m, set) in sets.iter().enumerate() {
-            let mut g = graph.clone();
-            let mut origin: Vec<Origin> = graph.ids().map(Origin::Copy).collect();
-            for &c in set {
-                let ctx = &candidates[c].context;
-                let mut current_of = vec![None; graph.len()];
-                for (x, o) in origin.iter().enumerate() {
-                    if let Origin::Copy(w) = *o {
-                        current_of[w.0] = Some(OpId(x));
-                    }
-                }
-                let moved = |w: OpId| {
-                    current_of[w.0].ok_or_else(|| DecompError::CheckFailed {
-                        reason: format!(
-                            "candidate `{}` names `{}`, already split by another",
-                            candidates[c].label,
-                            graph.op(w).name
-                        ),
-                    })
-                };
-                let local = Context {
-                    collective: moved(ctx.collective)?,
-                    axis: ctx.axis,
-                    ops: ctx
-                        .ops
-                        .iter()
-                        .map(|&w| moved(w))
-                        .collect::<Result<_, _>>()?,
-                    n: ctx.n,
-                    family: ctx.family,
-                };
-                let f = |op: &Op, i: u32| chunk(ctx, op, i);
-                let rw = rewrite(&g, &local, &f)?;
-                origin = rw
-                    .origin
-                    .iter()
-                    .map(|o| match *o {
-                        Origin::Copy(x) => origin[x.0],
-                        other => other.with_op(origin[other.op().0].op()),
-                    })
-                    .collect();
-                g = rw.graph;
-            }
-            rewritten.push(Rewritten { graph: g, origin });
-            mode_entry.push((r, m + 1));
-        }
-    }
-    let region_of_cand: Vec<usize> = mode_entry.iter().map(|&(r, _)| r).collect();
-    let mode_of: Vec<usize> = mode_entry.iter().map(|&(_, m)| m).collect();
-    let k = rewritten.len();
-    let region_cands: Vec<Vec<usize>> = (0..region_modes.len())
-        .map(|r| (0..k).filter(|&e| region_of_cand[e] == r).collect())
+    let regions = find_regions(graph, candidates);
+    let sets: Vec<Vec<Vec<usize>>> = regions
+        .cands
+        .iter()
+        .map(|cands| region_mode_sets(candidates, cands, start))
         .collect();
+    let modes = rewrite_modes(graph, candidates, chunk, sets)?;
+    let mut entries = original_entries(graph, candidates, &regions, &modes);
+    let sources = push_new_op_entries(&mut entries, graph, candidates, &regions, &modes)?;
+    entries.sort_by_key(|e| e.key);
+    let ids = union_ids(graph, &entries, &sources, &modes);
+    let edges = union_edges(graph, &regions, &modes, &ids);
+    let (graph_u, membership, origin) = assemble_graph(graph, entries, &edges)?;
+    let regions = union_regions(graph, candidates, &regions, &modes, &membership);
+    Ok(Union {
+        graph: graph_u,
+        regions,
+        membership,
+        origin,
+    })
+}
+
+/// A union op's region and the modes it is present in (one bit each), `None` when mandatory.
+type Member = Option<(usize, u128)>;
+
+/// A union op's sort key: (original position, candidate + 1 or 0, role in the rewrite).
+type Key = (usize, usize, usize);
+
+/// One union op before numbering.
+struct Entry {
+    /// Its place in the union's order.
+    key: Key,
+    /// The op.
+    op: Op,
+    /// Its region and the modes it is present in; `None` when mandatory.
+    member: Option<(usize, u128)>,
+    /// The original op it comes from and how.
+    origin: Origin,
+    /// The mode entry and rewrite op it was first made from; `None` for an original op.
+    source: Option<(usize, OpId)>,
+}
+
+/// The original ops as union entries, each present in mode 0 and every mode that leaves it
+/// unchanged (one shared instance).
+fn original_entries(
+    graph: &Graph,
+    candidates: &[Candidate],
+    regions: &Regions,
+    modes: &Modes,
+) -> Vec<Entry> {
     // The ops each mode rewrites; the others it shares with mode 0 (one instance).
-    let touched: Vec<BTreeSet<OpId>> = region_modes
+    let touched: Vec<BTreeSet<OpId>> = modes
+        .sets
         .iter()
         .flat_map(|sets| {
             sets.iter().map(|set| {
@@ -325,43 +219,45 @@ pub fn union(
         .collect();
     let untouched_set = |w: OpId, r: usize| -> u128 {
         let mut bits = 1u128;
-        for &i in &region_cands[r] {
+        for &i in &modes.by_region[r] {
             if !touched[i].contains(&w) {
-                bits |= 1u128 << mode_of[i];
+                bits |= 1u128 << modes.mode[i];
             }
         }
         bits
     };
-    // Union ops, sorted by (original position, mode, position in the rewrite).
-    struct Entry {
-        key: (usize, usize, usize),
-        op: Op,
-        member: Option<(usize, u128)>,
-        origin: Origin,
-        source: Option<(usize, OpId)>,
-    }
-    let mut entries: Vec<Entry> = Vec::new();
-    for o in graph.ids() {
-        entries.push(Entry {
+    graph
+        .ids()
+        .map(|o| Entry {
             key: (o.0, 0, 0),
             op: graph.op(o).clone(),
-            member: region_of[o.0].map(|r| (r, untouched_set(o, r))),
+            member: regions.of[o.0].map(|r| (r, untouched_set(o, r))),
             origin: Origin::Copy(o),
             source: None,
-        });
-    }
-    // Chunks and joins belong to a candidate: one instance, present in every mode whose set
-    // holds the candidate (its neighbours' instances differ by mode, and each dependency
-    // binds only when both ends are present).
-    let mut shared_entry: BTreeMap<(usize, usize, usize), usize> = BTreeMap::new();
-    let mut sources: Vec<(usize, OpId, (usize, usize, usize))> = Vec::new();
-    for (i, rw) in rewritten.iter().enumerate() {
-        let r = region_of_cand[i];
-        let set = &region_modes[r][mode_of[i] - 1];
+        })
+        .collect()
+}
+
+/// Adds the modes' new ops (chunks, joins, ring steps and accumulates) to `entries`. They
+/// belong to a candidate: one instance, present in every mode whose set holds the candidate
+/// (its neighbours' instances differ by mode, and each dependency binds only when both ends
+/// are present). Returns every (mode entry, rewrite op, key) in rewrite order.
+fn push_new_op_entries(
+    entries: &mut Vec<Entry>,
+    graph: &Graph,
+    candidates: &[Candidate],
+    regions: &Regions,
+    modes: &Modes,
+) -> Result<Vec<(usize, OpId, Key)>, DecompError> {
+    let mut shared_entry: BTreeMap<Key, usize> = BTreeMap::new();
+    let mut sources: Vec<(usize, OpId, Key)> = Vec::new();
+    for (i, rw) in modes.rewritten.iter().enumerate() {
+        let r = modes.region[i];
+        let set = modes.set(i);
         for x in rw.graph.ids() {
             let w = rw.origin[x.0].op();
             // Copies are the shared original; only chunks and joins are new.
-            if region_of[w.0] != Some(r) || matches!(rw.origin[x.0], Origin::Copy(_)) {
+            if regions.of[w.0] != Some(r) || matches!(rw.origin[x.0], Origin::Copy(_)) {
                 continue;
             }
             let c = *set
@@ -382,7 +278,7 @@ pub fn union(
                 _ => usize::MAX,
             };
             let key = (w.0, c + 1, role);
-            let bit = 1u128 << mode_of[i];
+            let bit = 1u128 << modes.mode[i];
             match shared_entry.get(&key) {
                 Some(&e) => {
                     if let Some((_, set)) = entries[e].member.as_mut() {
@@ -405,10 +301,28 @@ pub fn union(
             sources.push((i, x, key));
         }
     }
-    entries.sort_by_key(|e| e.key);
+    Ok(sources)
+}
+
+/// The union ids of the original ops and of every mode entry's rewrite ops.
+struct UnionIds {
+    /// Each original op's union id.
+    original: Vec<OpId>,
+    /// Each mode entry's rewrite op to its union id.
+    cand: Vec<BTreeMap<OpId, OpId>>,
+}
+
+/// Numbers the sorted `entries` and maps each rewrite op to its union id (a copy to its
+/// original's).
+fn union_ids(
+    graph: &Graph,
+    entries: &[Entry],
+    sources: &[(usize, OpId, Key)],
+    modes: &Modes,
+) -> UnionIds {
     let mut original_id = vec![OpId(0); graph.len()];
-    let mut cand_id: Vec<BTreeMap<OpId, OpId>> = vec![BTreeMap::new(); k];
-    let mut id_of_key: BTreeMap<(usize, usize, usize), OpId> = BTreeMap::new();
+    let mut cand_id: Vec<BTreeMap<OpId, OpId>> = vec![BTreeMap::new(); modes.rewritten.len()];
+    let mut id_of_key: BTreeMap<Key, OpId> = BTreeMap::new();
     for (u, e) in entries.iter().enumerate() {
         match e.source {
             None => original_id[e.key.0] = OpId(u),
@@ -417,23 +331,37 @@ pub fn union(
             }
         }
     }
-    for &(i, x, key) in &sources {
+    for &(i, x, key) in sources {
         cand_id[i].insert(x, id_of_key[&key]);
     }
-    for (i, rw) in rewritten.iter().enumerate() {
+    for (i, rw) in modes.rewritten.iter().enumerate() {
         for x in rw.graph.ids() {
             if let Origin::Copy(w) = rw.origin[x.0] {
                 cand_id[i].insert(x, original_id[w.0]);
             }
         }
     }
-    // Dependencies. Within a region, the original edges between its ops (mode 0 and the ops
-    // the modes share) and each mode's own edges. Across regions (or to ops in none): every
-    // instance that writes a producer (the op itself; in a mode that rewrites it, the new op
-    // that its rewrite lets outside ops read: a join, a ring's last accumulate) to every
-    // instance that reads it (the op; in each mode of the consumer's region, the new ops its
-    // rewrite makes read the producer: chunks, a ring's first step and chunk 0). A
-    // dependency binds only when both ends are present.
+    UnionIds {
+        original: original_id,
+        cand: cand_id,
+    }
+}
+
+/// The union's dependencies `(producer, consumer, input slot)`. Within a region, the original
+/// edges between its ops (mode 0 and the ops the modes share) and each mode's own edges.
+/// Across regions (or to ops in none): every instance that writes a producer (the op itself;
+/// in a mode that rewrites it, the new op that its rewrite lets outside ops read: a join, a
+/// ring's last accumulate) to every instance that reads it (the op; in each mode of the
+/// consumer's region, the new ops its rewrite makes read the producer: chunks, a ring's first
+/// step and chunk 0). A dependency binds only when both ends are present.
+fn union_edges(
+    graph: &Graph,
+    regions: &Regions,
+    modes: &Modes,
+    ids: &UnionIds,
+) -> BTreeSet<(OpId, OpId, usize)> {
+    let region_of = &regions.of;
+    let (original_id, cand_id) = (&ids.original, &ids.cand);
     let mut edges: BTreeSet<(OpId, OpId, usize)> = BTreeSet::new();
     let mut writers: Vec<Vec<OpId>> = graph.ids().map(|p| vec![original_id[p.0]]).collect();
     let mut readers: Vec<Vec<(OpId, usize)>> = vec![Vec::new(); graph.len()];
@@ -446,8 +374,8 @@ pub fn union(
             }
         }
     }
-    for (i, rw) in rewritten.iter().enumerate() {
-        let inside = |x: OpId| region_of[rw.origin[x.0].op().0] == Some(region_of_cand[i]);
+    for (i, rw) in modes.rewritten.iter().enumerate() {
+        let inside = |x: OpId| region_of[rw.origin[x.0].op().0] == Some(modes.region[i]);
         for y in rw.graph.ids() {
             for (x, t) in rw.graph.inputs(y) {
                 let w = rw.origin[x.0].op();
@@ -472,8 +400,18 @@ pub fn union(
             }
         }
     }
+    edges
+}
+
+/// Builds the union graph from the sorted `entries` and `edges`, with each op's membership
+/// and origin. Errors when an op reads a later one (a bug).
+fn assemble_graph(
+    graph: &Graph,
+    entries: Vec<Entry>,
+    edges: &BTreeSet<(OpId, OpId, usize)>,
+) -> Result<(Graph, Vec<Member>, Vec<Origin>), DecompError> {
     let mut inputs: Vec<Vec<(OpId, usize)>> = vec![Vec::new(); entries.len()];
-    for &(u, v, t) in &edges {
+    for &(u, v, t) in edges {
         inputs[v.0].push((u, t));
     }
     let mut b = GraphBuilder::new(format!("{}+joint", graph.name()));
@@ -490,8 +428,19 @@ pub fn union(
         membership.push(e.member);
         origin.push(e.origin);
     }
-    let graph_u = b.finish();
-    let mut regions: Vec<UnionRegion> = region_modes
+    Ok((b.finish(), membership, origin))
+}
+
+/// The union's regions: name, original ops, each mode's union ops and candidates.
+fn union_regions(
+    graph: &Graph,
+    candidates: &[Candidate],
+    regions: &Regions,
+    modes: &Modes,
+    membership: &[Option<(usize, u128)>],
+) -> Vec<UnionRegion> {
+    let mut out: Vec<UnionRegion> = modes
+        .sets
         .iter()
         .enumerate()
         .map(|(r, sets)| UnionRegion {
@@ -499,7 +448,7 @@ pub fn union(
                 .op(candidates[sets[0][0]].context.collective)
                 .name
                 .clone(),
-            ops: region_ops[r].clone(),
+            ops: regions.ops[r].clone(),
             modes: vec![Vec::new(); sets.len() + 1],
             candidates: std::iter::once(Vec::new())
                 .chain(sets.iter().cloned())
@@ -508,19 +457,14 @@ pub fn union(
         .collect();
     for (u, m) in membership.iter().enumerate() {
         if let Some((r, set)) = *m {
-            for (mode, ops) in regions[r].modes.iter_mut().enumerate() {
+            for (mode, ops) in out[r].modes.iter_mut().enumerate() {
                 if set >> mode & 1 == 1 {
                     ops.push(OpId(u));
                 }
             }
         }
     }
-    Ok(Union {
-        graph: graph_u,
-        regions,
-        membership,
-        origin,
-    })
+    out
 }
 
 /// Options of [`solve_joint`].

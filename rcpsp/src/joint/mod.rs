@@ -41,14 +41,16 @@
 //! [`check_modal`]. Cost per window: one exact modal solve (bounded by
 //! [`JointConfig::window_time_limit`]) plus O((n + m) log n) to decode.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use crate::modal::{check_modal, Membership, ModalProblem, ModalSolution, ModalSolver, Region};
-use crate::problem::{ActivityId, ProblemBuilder, Time};
-use crate::sgs::{ActivityList, Decoder};
+use crate::modal::{check_modal, ModalProblem, ModalSolution, ModalSolver};
+use crate::problem::{ActivityId, Time};
 use crate::solver::{Limits, SolveError};
+
+mod window;
+
+use window::solve_window;
 
 /// Options of [`improve`].
 #[derive(Clone, Debug, PartialEq)]
@@ -127,17 +129,7 @@ pub fn improve(
     limits: &Limits,
 ) -> Result<JointReport, SolveError> {
     let began = Instant::now();
-    if limits.time_limit.is_some_and(|t| t.is_zero()) {
-        return Err(SolveError::ZeroTimeLimit);
-    }
-    if limits.work_limit == Some(0) || config.window_work_limit == Some(0) {
-        return Err(SolveError::InvalidLimits {
-            reason: format!(
-                "the work limit and the window work limit must be positive, got {:?} and {:?}",
-                limits.work_limit, config.window_work_limit
-            ),
-        });
-    }
+    check_limits(config, limits)?;
     let start_makespan =
         check_modal(problem, start).map_err(|source| SolveError::InvalidModalInitial { source })?;
     let mut current = start.clone();
@@ -159,26 +151,7 @@ pub fn improve(
             if left.is_some_and(|l| l.is_zero()) {
                 break 'rounds;
             }
-            let window_limits = match limits.work_limit {
-                // The run's deadline as a safety net; the budget decides.
-                Some(budget) => {
-                    let left_work = budget.saturating_sub(work);
-                    Limits {
-                        work_limit: Some(
-                            config
-                                .window_work_limit
-                                .map_or(left_work, |w| w.min(left_work)),
-                        ),
-                        ..limits.helper(left)
-                    }
-                }
-                None => {
-                    let window = left.map_or(config.window_time_limit, |l| {
-                        l.min(config.window_time_limit)
-                    });
-                    limits.helper(Some(window))
-                }
-            };
+            let window_limits = window_limits(config, limits, left, work);
             windows += 1;
             let (found, spent) = match solve_window(
                 problem,
@@ -209,15 +182,9 @@ pub fn improve(
                     source,
                 }
             })?;
-            let finishes = |s: &ModalSolution| -> i128 {
-                problem
-                    .problem()
-                    .ids()
-                    .filter(|&a| problem.present(a, &s.modes))
-                    .map(|a| i128::from(s.starts[a.index()] + problem.problem().duration(a)))
-                    .sum()
-            };
-            if m < makespan || (m == makespan && finishes(&candidate) < finishes(&current)) {
+            if m < makespan
+                || (m == makespan && finishes(problem, &candidate) < finishes(problem, &current))
+            {
                 if candidate.modes != current.modes {
                     mode_changes += 1;
                 }
@@ -246,6 +213,64 @@ pub fn improve(
         budget_spent,
         elapsed: began.elapsed(),
     })
+}
+
+/// Errors on a zero time limit, or a zero work limit for the run or a window.
+fn check_limits(config: &JointConfig, limits: &Limits) -> Result<(), SolveError> {
+    if limits.time_limit.is_some_and(|t| t.is_zero()) {
+        return Err(SolveError::ZeroTimeLimit);
+    }
+    if limits.work_limit == Some(0) || config.window_work_limit == Some(0) {
+        return Err(SolveError::InvalidLimits {
+            reason: format!(
+                "the work limit and the window work limit must be positive, got {:?} and {:?}",
+                limits.work_limit, config.window_work_limit
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// The limits of the next window, with `left` of the run's time and `work` spent: the work
+/// left (at most the window's limit) under the run's deadline when the run has a work
+/// budget, else the window's time limit within the time left.
+fn window_limits(
+    config: &JointConfig,
+    limits: &Limits,
+    left: Option<Duration>,
+    work: u64,
+) -> Limits {
+    match limits.work_limit {
+        // The run's deadline as a safety net; the budget decides.
+        Some(budget) => {
+            let left_work = budget.saturating_sub(work);
+            Limits {
+                work_limit: Some(
+                    config
+                        .window_work_limit
+                        .map_or(left_work, |w| w.min(left_work)),
+                ),
+                ..limits.helper(left)
+            }
+        }
+        None => {
+            let window = left.map_or(config.window_time_limit, |l| {
+                l.min(config.window_time_limit)
+            });
+            limits.helper(Some(window))
+        }
+    }
+}
+
+/// The sum of the present activities' finishes in `s`: among equal makespans, the smaller
+/// is better.
+fn finishes(problem: &ModalProblem, s: &ModalSolution) -> i128 {
+    problem
+        .problem()
+        .ids()
+        .filter(|&a| problem.present(a, &s.modes))
+        .map(|a| i128::from(s.starts[a.index()] + problem.problem().duration(a)))
+        .sum()
 }
 
 /// The activities present now that region `x`'s mode `k` removes.
@@ -299,268 +324,11 @@ fn anchors(
     out
 }
 
-/// Solves the window of positions `lo..=hi` (plus neighbours) for region `r` within `limits`
-/// and decodes the answer: `None` when the solve found nothing or the window decides no mode
-/// of `r`; and the work the solver reported.
-fn solve_window(
-    problem: &ModalProblem,
-    current: &ModalSolution,
-    (r, lo, hi): (usize, usize, usize),
-    solver: &dyn ModalSolver,
-    config: &JointConfig,
-    limits: &Limits,
-) -> Result<(Option<ModalSolution>, u64), SolveError> {
-    let p = problem.problem();
-    let present = |a: ActivityId| problem.present(a, &current.modes);
-    let finish = |a: ActivityId| current.starts[a.index()] + p.duration(a);
-    // The current order of present activities.
-    let mut order: Vec<ActivityId> = p.ids().filter(|&a| present(a)).collect();
-    order.sort_by_key(|&a| (current.starts[a.index()], a.0));
-    let from = lo.saturating_sub(config.neighbours);
-    let to = (hi + config.neighbours + 1).min(order.len());
-    let mut in_window = vec![false; p.len()];
-    for &a in &order[from..to] {
-        in_window[a.index()] = true;
-    }
-    // The modes the window may choose: per region, the current one and every mode whose
-    // change (the present activities it removes) lies inside the window. A region with another
-    // choice than its current mode is decided by the window.
-    let allowed: Vec<Vec<usize>> = (0..problem.regions().len())
-        .map(|x| {
-            (0..problem.regions()[x].modes.len())
-                .filter(|&k| {
-                    k == current.modes[x]
-                        || removed(problem, current, x, k)
-                            .iter()
-                            .all(|a| in_window[a.index()])
-                })
-                .collect()
-        })
-        .collect();
-    let free: Vec<usize> = (0..problem.regions().len())
-        .filter(|&x| allowed[x].len() > 1)
-        .collect();
-    if !free.contains(&r) {
-        return Ok((None, 0));
-    }
-    // The activities the allowed modes would add join the window; present ones outside it
-    // stay where they are (every allowed mode keeps them).
-    let mut in_allowed = vec![false; p.len()];
-    for &x in &free {
-        for &k in &allowed[x] {
-            for &a in &problem.regions()[x].modes[k] {
-                in_allowed[a.index()] = true;
-                if !present(a) {
-                    in_window[a.index()] = true;
-                }
-            }
-        }
-    }
-    // Never take activities of modes the window cannot choose.
-    let window: Vec<ActivityId> = p
-        .ids()
-        .filter(|&a| in_window[a.index()])
-        .filter(|&a| match problem.membership(a) {
-            Membership::Mandatory => true,
-            Membership::Modes { .. } => in_allowed[a.index()] || present(a),
-        })
-        .collect();
-    for a in p.ids() {
-        if in_window[a.index()] && !window.contains(&a) {
-            in_window[a.index()] = false;
-        }
-    }
-    let spanned: Vec<ActivityId> = window.iter().copied().filter(|&a| present(a)).collect();
-    if spanned.is_empty() {
-        return Ok((None, 0));
-    }
-    let t0 = spanned
-        .iter()
-        .map(|a| current.starts[a.index()])
-        .min()
-        .expect("non-empty");
-    let t1 = spanned.iter().map(|&a| finish(a)).max().expect("non-empty");
-    let q = ((t1 - t0).max(1) + config.resolution - 1) / config.resolution.max(1);
-    let q = q.max(1);
-    let coarse = |t: Time| (t - t0).max(0) / q;
-    let horizon = coarse(t1);
-    // Sub-problem: window activities, then pinned outside activities clipped to the span.
-    let mut b = ProblemBuilder::new();
-    let resources: Vec<_> = p
-        .resources()
-        .iter()
-        .map(|res| b.resource(res.name.clone(), res.capacity))
-        .collect();
-    let mut sub_of = vec![None; p.len()];
-    let mut back: Vec<ActivityId> = Vec::new();
-    for &a in &window {
-        let act = p.activity(a);
-        let id = b.activity(act.name.clone(), act.duration / q);
-        for (k, &amount) in act.demands.iter().enumerate() {
-            if amount > 0 {
-                b.demand(id, resources[k], amount);
-            }
-        }
-        // Releases from present predecessors outside, deadlines from present successors
-        // outside, and the span's end.
-        let mut release = coarse(act.release.max(t0));
-        for arc in p.predecessors(a) {
-            let o = arc.activity;
-            if !in_window[o.index()] && present(o) {
-                release = release.max(coarse(finish(o) + arc.lag));
-            }
-        }
-        let mut deadline = horizon;
-        for arc in p.successors(a) {
-            let o = arc.activity;
-            if !in_window[o.index()] && present(o) {
-                deadline = deadline.min(coarse(current.starts[o.index()] - arc.lag));
-            }
-        }
-        if let Some(d) = act.deadline {
-            deadline = deadline.min(coarse(d));
-        }
-        let release = release.min(deadline - act.duration / q).max(0);
-        if release > 0 {
-            b.release(id, release);
-        }
-        b.deadline(id, deadline.max(release + act.duration / q));
-        sub_of[a.index()] = Some(id);
-        back.push(a);
-    }
-    for &a in &order {
-        if in_window[a.index()] || finish(a) <= t0 || current.starts[a.index()] >= t1 {
-            continue;
-        }
-        let act = p.activity(a);
-        if act.demands.iter().all(|&d| d == 0) {
-            continue;
-        }
-        let s = coarse(current.starts[a.index()].max(t0));
-        let e = coarse(finish(a).min(t1));
-        if e <= s {
-            continue;
-        }
-        let id = b.activity(format!("{}#pinned", act.name), e - s);
-        for (k, &amount) in act.demands.iter().enumerate() {
-            if amount > 0 {
-                b.demand(id, resources[k], amount);
-            }
-        }
-        if s > 0 {
-            b.release(id, s);
-        }
-        b.deadline(id, e);
-    }
-    for pr in p.precedences() {
-        if let (Some(f), Some(t)) = (sub_of[pr.from.index()], sub_of[pr.to.index()]) {
-            b.precedence_with_lag(f, t, pr.lag / q);
-        }
-    }
-    let sub = b
-        .build()
-        .map_err(|e| backend(format!("a window sub-problem: {e}")))?;
-    let sub_len = sub.len();
-    let sub_regions: Vec<Region> = free
-        .iter()
-        .map(|&x| {
-            let reg = &problem.regions()[x];
-            Region {
-                name: reg.name.clone(),
-                modes: allowed[x]
-                    .iter()
-                    .map(|&k| {
-                        reg.modes[k]
-                            .iter()
-                            .filter_map(|a| sub_of[a.index()])
-                            .collect()
-                    })
-                    .collect(),
-            }
-        })
-        .collect();
-    let modal = ModalProblem::new(sub, sub_regions)
-        .map_err(|e| backend(format!("a window sub-problem: {e}")))?;
-    // The floored current solution starts the solve.
-    let mut starts: Vec<Time> = vec![0; sub_len];
-    for (i, &a) in back.iter().enumerate() {
-        starts[i] = if present(a) {
-            coarse(current.starts[a.index()])
-        } else {
-            0
-        };
-    }
-    for (i, act) in modal
-        .problem()
-        .activities()
-        .iter()
-        .enumerate()
-        .skip(back.len())
-    {
-        starts[i] = act.release;
-    }
-    let initial = ModalSolution {
-        modes: free
-            .iter()
-            .map(|&x| {
-                allowed[x]
-                    .iter()
-                    .position(|&k| k == current.modes[x])
-                    .expect("the current mode is allowed")
-            })
-            .collect(),
-        starts,
-    };
-    if check_modal(&modal, &initial).is_err() {
-        // Flooring broke a tight spot (lags): skip this window rather than start infeasible.
-        return Ok((None, 0));
-    }
-    let outcome = solver.solve_modal(&modal, limits, Some(&initial))?;
-    let work = outcome.work;
-    let Some(found) = outcome.solution else {
-        return Ok((None, work));
-    };
-    // Decode: new modes, order by new (window) or current (outside) start.
-    let mut modes = current.modes.clone();
-    for (i, &x) in free.iter().enumerate() {
-        modes[x] = allowed[x][found.modes[i]];
-    }
-    let key = |a: ActivityId| -> Time {
-        match sub_of[a.index()] {
-            Some(i) => t0 + found.starts[i.index()] * q,
-            None => current.starts[a.index()],
-        }
-    };
-    let reduced = problem.reduce(&modes).map_err(|e| backend(e.to_string()))?;
-    let rp = &reduced.problem;
-    let mut indegree: Vec<usize> = rp.ids().map(|a| rp.predecessors(a).len()).collect();
-    let mut ready: BinaryHeap<Reverse<(Time, usize)>> = rp
-        .ids()
-        .filter(|a| indegree[a.index()] == 0)
-        .map(|a| Reverse((key(reduced.activities[a.index()]), a.0)))
-        .collect();
-    let mut list = Vec::with_capacity(rp.len());
-    while let Some(Reverse((_, i))) = ready.pop() {
-        list.push(ActivityId(i));
-        for arc in rp.successors(ActivityId(i)) {
-            let j = arc.activity.index();
-            indegree[j] -= 1;
-            if indegree[j] == 0 {
-                ready.push(Reverse((key(reduced.activities[j]), j)));
-            }
-        }
-    }
-    let list = ActivityList::new(rp, list).map_err(|e| backend(e.to_string()))?;
-    let mut decoder = Decoder::new(rp);
-    decoder.decode(&list);
-    let starts = reduced.expand(&decoder.schedule(), problem.problem().len());
-    Ok((Some(ModalSolution { modes, starts }), work))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modal::{brute_force, ModalOutcome};
+    use crate::modal::{brute_force, ModalOutcome, Region};
+    use crate::problem::ProblemBuilder;
     use crate::registry::Registry;
 
     /// Brute force over the modes with the `sgs` heuristic: enough for these tiny windows.
