@@ -3,11 +3,11 @@
 use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
-use concerto_graph::models::{
-    self, EvoformerConfig, GptConfig, Model, Parallel, VitConfig, WideResNetConfig, Zero,
-};
 use concerto_graph::summary::Summary;
 use concerto_graph::DType;
+use concerto_models::{
+    EvoformerConfig, GptConfig, Model, Parallel, VitConfig, WideResNetConfig, Zero,
+};
 
 use crate::io::write_graph;
 use crate::Failure;
@@ -242,7 +242,7 @@ impl ModelKind {
 
 pub(crate) fn run(args: &ModelArgs) -> Result<(), Failure> {
     let (model, parallel) = args.model.spec()?;
-    let graph = models::build(&model, &parallel)?;
+    let graph = concerto_models::build(&model, &parallel)?;
     if let Some(path) = &args.output {
         write_graph(path, &graph)?;
     }

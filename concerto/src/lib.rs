@@ -13,7 +13,8 @@
 //! |---|---|---|
 //! | [`rcpsp`] | `concerto-rcpsp` | the RCPSP model, the independent [`check`], lower bounds, heuristics, the [`Solver`] trait, the windowed odd-even driver, PSPLIB readers |
 //! | [`backends`] | `concerto-backends` | exact solvers by cargo feature: `pumpkin` (CP), `microlp`, `highs`, `cbc` (MILP) |
-//! | [`graph`] | `concerto-graph` | the training-step graph IR, hardware cost models, model builders, lowering, stream plans, the simulator |
+//! | [`graph`] | `concerto-graph` | the training-step graph IR, hardware cost models, lowering, stream plans, the simulator |
+//! | [`models`] | `concerto-models` | model builders (GPT, ViT, Wide ResNet, Evoformer) under parallel plans |
 //! | [`decomp`] | `concerto-decomp` | critical collectives, SPMD split rules, decompositions, collective fusion |
 //! | [`extract`] | `concerto-extract` | importers (XLA HLO text) |
 //! | [`pipeline`] | `concerto-pipeline` | the optimisation pipeline: schedule, decomposition, joint mode, with typed reports |
@@ -124,7 +125,7 @@
 //!
 //! ```
 //! use std::time::Duration;
-//! use concerto::graph::models::{self, GptConfig, Model, Parallel};
+//! use concerto::models::{self, GptConfig, Model, Parallel};
 //! use concerto::graph::Hardware;
 //! use concerto::pipeline::{evaluate, Config, Decompose, Pipeline, Silent, Solvers};
 //! use concerto::{default_selector, registry};
@@ -262,6 +263,7 @@ pub use concerto_backends as backends;
 pub use concerto_decomp as decomp;
 pub use concerto_extract as extract;
 pub use concerto_graph as graph;
+pub use concerto_models as models;
 pub use concerto_pipeline as pipeline;
 pub use concerto_rcpsp as rcpsp;
 

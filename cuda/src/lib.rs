@@ -67,7 +67,7 @@
 //!
 //! ```
 //! use concerto_cuda::{check, lower, LowerConfig};
-//! use concerto_graph::models::{build, GptConfig, Model, Parallel};
+//! use concerto_models::{build, GptConfig, Model, Parallel};
 //! use concerto_graph::{Hardware, StreamPlan};
 //!
 //! let model = Model::Gpt(GptConfig { layers: 1, hidden: 64, heads: 4, seq: 32, micro_batch: 1, vocab: 512 });

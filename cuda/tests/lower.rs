@@ -4,8 +4,8 @@ use concerto_cuda::{
     check, compare, lower, CommMode, Command, Commands, CudaError, EventId, Execute, LaunchKind,
     LowerConfig, Measured, StreamCommands,
 };
-use concerto_graph::models::{build, GptConfig, Model, Parallel};
 use concerto_graph::{simulate, Graph, Hardware, OpId, Stream, StreamPlan};
+use concerto_models::{build, GptConfig, Model, Parallel};
 use concerto_pipeline::{schedule, ScheduleConfig};
 use concerto_rcpsp::{Heuristic, HeuristicConfig};
 

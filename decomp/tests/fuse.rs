@@ -6,11 +6,11 @@
 use concerto_decomp::fuse::{check_fusion, fuse, fuse_ops, fuse_under, mapped_order, FuseConfig};
 use concerto_decomp::select::evaluate;
 use concerto_decomp::DecompError;
-use concerto_graph::models::{build, GptConfig, Model, Parallel, Zero};
 use concerto_graph::{
     baselines, simulate, CollectiveKind, ComputeClass, DType, Graph, GraphBuilder, Hardware,
     LinkClass, Op, OpId, OpKind, StreamPlan, Tensor,
 };
+use concerto_models::{build, GptConfig, Model, Parallel, Zero};
 use proptest::prelude::*;
 
 fn zero3_gpt(dp: u32) -> Graph {

@@ -12,8 +12,8 @@ use concerto_decomp::rewrite::rewrite;
 use concerto_decomp::ring;
 use concerto_decomp::rules::chunk;
 use concerto_decomp::{Axis, Context, Family};
-use concerto_graph::models::{build, GptConfig, Model, Parallel};
 use concerto_graph::{Graph, Op, OpKind};
+use concerto_models::{build, GptConfig, Model, Parallel};
 
 /// A two-layer GPT with 8-way tensor parallelism.
 fn gpt_tp8() -> Graph {

@@ -6,8 +6,8 @@ use concerto_decomp::context::context;
 use concerto_decomp::critical::critical;
 use concerto_decomp::select::{evaluate, select, SelectConfig};
 use concerto_decomp::Axis;
-use concerto_graph::models::{build, GptConfig, Model, Parallel};
 use concerto_graph::Hardware;
+use concerto_models::{build, GptConfig, Model, Parallel};
 
 /// A two-layer GPT with 8-way tensor parallelism.
 fn gpt_tp8() -> concerto_graph::Graph {

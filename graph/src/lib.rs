@@ -1,10 +1,11 @@
 //! # concerto-graph
 //!
 //! The part of Concerto that knows deep learning: a training-step graph IR ([`ir`]), measured
-//! hardware cost models ([`hardware`]), model builders with parallel plans ([`models`]),
-//! lowering to an RCPSP ([`lower`]), stream plans and the event simulator ([`plan`],
-//! [`simulate()`]), trace export ([`trace`]), and baseline schedulers ([`baselines`]). The
-//! optimisation pipeline that uses them is the `concerto-pipeline` crate.
+//! hardware cost models ([`hardware`]), lowering to an RCPSP ([`lower`]), stream plans and the
+//! event simulator ([`plan`], [`simulate()`]), trace export ([`trace`]), and baseline
+//! schedulers ([`baselines`]). The model builders with parallel plans that make such graphs are
+//! the `concerto-models` crate; the optimisation pipeline that uses them is the
+//! `concerto-pipeline` crate.
 //!
 //! ## Walkthrough
 //!
@@ -50,7 +51,6 @@ pub mod ir;
 pub mod list;
 pub mod lower;
 pub mod memory;
-pub mod models;
 pub mod plan;
 pub mod simulate;
 pub mod summary;

@@ -2,11 +2,11 @@
 //! graph's serde form is its native JSON format.
 #![cfg(feature = "serde")]
 
-use concerto_graph::models::{build, GptConfig, Model, Parallel};
 use concerto_graph::{
     simulate, CollectiveKind, ComputeClass, DType, GemmShape, Graph, GraphBuilder, Hardware,
     LinkClass, Op, OpId, OpKind, Stream, StreamPlan, Tensor, Timeline,
 };
+use concerto_models::{build, GptConfig, Model, Parallel};
 
 /// A GEMM with two outputs read by an all-reduce (at output 1) and an elementwise op with a
 /// measured duration.

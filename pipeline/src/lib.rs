@@ -12,14 +12,14 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use concerto_graph::models::{self, GptConfig, Model, Parallel};
+//! use concerto_models::{GptConfig, Model, Parallel};
 //! use concerto_graph::Hardware;
 //! use concerto_pipeline::{Config, Pipeline, Row, Silent, Solvers};
 //! use concerto_rcpsp::Heuristic;
 //!
 //! let gpt = GptConfig { layers: 2, ..GptConfig::default() };
 //! let parallel = Parallel { tp: 8, ..Parallel::default() };
-//! let graph = models::build(&Model::Gpt(gpt), &parallel)?;
+//! let graph = concerto_models::build(&Model::Gpt(gpt), &parallel)?;
 //! let mut config = Config::new(Hardware::h100());
 //! config.schedule.time_limit = Some(std::time::Duration::from_secs(2));
 //! let pipeline = Pipeline::new(config, Solvers::new(Arc::new(Heuristic::default())));

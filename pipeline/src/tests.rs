@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use concerto_graph::models::{self, GptConfig, Model, Parallel, Zero};
 use concerto_graph::{Graph, Hardware, StreamPlan};
+use concerto_models::{GptConfig, Model, Parallel, Zero};
 use concerto_rcpsp::{
     brute_force, Heuristic, Limits, ModalOutcome, ModalProblem, ModalSolution, ModalSolver,
     SolveError,
@@ -45,7 +45,7 @@ fn gpt(layers: u32, parallel: Parallel) -> Graph {
         layers,
         ..GptConfig::default()
     };
-    models::build(&Model::Gpt(gpt), &parallel).unwrap()
+    concerto_models::build(&Model::Gpt(gpt), &parallel).unwrap()
 }
 
 fn pipeline(decompose: Decompose, fuse: bool) -> Pipeline {
@@ -298,7 +298,7 @@ fn a_one_second_limit_on_a_100k_op_step_returns_a_checked_plan_with_a_bound() {
         microbatches: 34,
         ..Parallel::new(4, 8, 1)
     };
-    let g = models::build(&Model::Gpt(gpt), &parallel).unwrap();
+    let g = concerto_models::build(&Model::Gpt(gpt), &parallel).unwrap();
     assert!(g.len() > 100_000, "{} ops", g.len());
     let mut config = Config::new(Hardware::h100());
     let limit = Duration::from_secs(1);

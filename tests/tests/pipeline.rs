@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use concerto_graph::models::{GptConfig, Model, Parallel};
-use concerto_graph::{models, Graph, Hardware};
+use concerto_graph::{Graph, Hardware};
+use concerto_models::{GptConfig, Model, Parallel};
 use concerto_pipeline::bench::graphs::configs;
 use concerto_pipeline::{
     schedule, Config, Decompose, Origin, Pipeline, ScheduleConfig, Scheduler, Silent, Solvers,
@@ -16,7 +16,7 @@ fn bench_graph(name: &str) -> Graph {
         .into_iter()
         .find(|c| c.name == name)
         .unwrap_or_else(|| panic!("no bench configuration `{name}`"));
-    models::build(&c.model, &c.parallel).unwrap()
+    concerto_models::build(&c.model, &c.parallel).unwrap()
 }
 
 fn pumpkin() -> Arc<dyn Solver> {
@@ -54,7 +54,7 @@ fn a_work_budget_gives_the_same_plan_under_load() {
         layers: 2,
         ..GptConfig::default()
     };
-    let g = models::build(&Model::Gpt(gpt), &Parallel::new(1, 8, 1)).unwrap();
+    let g = concerto_models::build(&Model::Gpt(gpt), &Parallel::new(1, 8, 1)).unwrap();
     let mut config = Config::new(Hardware::h100());
     config.schedule.time_limit = None;
     config.schedule.work_limit = Some(4_000);

@@ -18,8 +18,8 @@
 use std::fmt;
 use std::time::Instant;
 
-use concerto_graph::models::{self, GptConfig, Model, Parallel, Zero};
 use concerto_graph::{DType, Graph, Hardware};
+use concerto_models::{GptConfig, Model, Parallel, Zero};
 use serde::Serialize;
 
 use super::BenchError;
@@ -445,7 +445,7 @@ fn one<T>(
         config: s.name.to_string(),
         source: Box::new(source),
     };
-    let graph = models::build(&s.model, &s.parallel).map_err(|e| failed(e.into()))?;
+    let graph = concerto_models::build(&s.model, &s.parallel).map_err(|e| failed(e.into()))?;
     f(&graph).map_err(failed)
 }
 

@@ -7,10 +7,10 @@
 //! a configuration where concerto's plan loses to a baseline is listed in
 //! [`GraphsBench::worse`]. Cost: one pipeline run per configuration.
 
-use concerto_graph::models::{
-    self, EvoformerConfig, GptConfig, Model, Parallel, VitConfig, WideResNetConfig, Zero,
-};
 use concerto_graph::{trace, Graph, StreamPlan};
+use concerto_models::{
+    EvoformerConfig, GptConfig, Model, Parallel, VitConfig, WideResNetConfig, Zero,
+};
 
 use std::fmt;
 
@@ -272,7 +272,7 @@ fn run_one(
     let built;
     let graph = match source {
         Source::Config(c) => {
-            built = models::build(&c.model, &c.parallel).map_err(|e| failed(e.into()))?;
+            built = concerto_models::build(&c.model, &c.parallel).map_err(|e| failed(e.into()))?;
             &built
         }
         Source::Extra(_, g, _) => *g,

@@ -2,9 +2,9 @@
 
 use super::gpt::padded_vocab;
 use super::*;
-use crate::ir::{CollectiveKind, ComputeClass, DType, Graph, LinkClass, OpKind};
-use crate::models::program::collectives;
-use crate::models::{build, parameters, Model, Zero};
+use crate::program::collectives;
+use crate::{build, parameters, Model, Zero};
+use concerto_graph::ir::{CollectiveKind, ComputeClass, DType, Graph, LinkClass, OpKind};
 
 fn gpt_small() -> GptConfig {
     GptConfig {

@@ -6,7 +6,7 @@ use super::{
     act, act_dtype, compute, dims4, gemm, named, with_last, BwdOp, NormKind, Pb, Pointwise, Src,
     Weights, NORM_BWD_FLOPS, NORM_FWD_FLOPS, V,
 };
-use crate::ir::{ComputeClass, DType, GemmShape, Op, Tensor};
+use concerto_graph::ir::{ComputeClass, DType, GemmShape, Op, Tensor};
 
 impl Pb {
     /// A linear layer `y = x W (+ b)` over the last dimension of `x`: forward GEMM

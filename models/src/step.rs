@@ -23,7 +23,7 @@
 //! - The optimizer (Adam) runs after the last backward, one op per bucket (per block with
 //!   ZeRO-3), each reading only its own gradients: the step's program order, which leaves a
 //!   scheduler free to start updates early.
-//! - Memory ([`crate::memory`]): the graph's resident bytes are the parameters the rank holds
+//! - Memory ([`concerto_graph::memory`]): the graph's resident bytes are the parameters the rank holds
 //!   and its optimizer state ([`resident_bytes`]); the step's outputs ([`Op::live_out`]) are
 //!   the updated parameters: each Adam op's output, or with ZeRO-2 each bucket's all-gather of
 //!   them.
@@ -32,8 +32,10 @@ use std::collections::BTreeMap;
 
 use super::parallel::{Parallel, Placement, Zero};
 use super::program::{act, act_dtype, collective, compute, named, Program, Src, V};
-use crate::error::GraphError;
-use crate::ir::{CollectiveKind, ComputeClass, DType, Graph, GraphBuilder, Op, OpId, Tensor};
+use concerto_graph::ir::{
+    CollectiveKind, ComputeClass, DType, Graph, GraphBuilder, Op, OpId, Tensor,
+};
+use concerto_graph::GraphError;
 
 /// A tensor of the graph: `(producer, output index)`.
 type Tref = (OpId, usize);

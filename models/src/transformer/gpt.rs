@@ -3,11 +3,11 @@
 use serde::{Deserialize, Serialize};
 
 use super::{check_layer, head_start, layer_blocks, Layer};
-use crate::error::GraphError;
-use crate::ir::{ComputeClass, DType, Tensor};
-use crate::models::parallel::{check_fits, check_graph_size, check_positive, invalid, Parallel};
-use crate::models::program::{act, Pb, Weights};
-use crate::models::step::Block;
+use crate::parallel::{check_fits, check_graph_size, check_positive, invalid, Parallel};
+use crate::program::{act, Pb, Weights};
+use crate::step::Block;
+use concerto_graph::ir::{ComputeClass, DType, Tensor};
+use concerto_graph::GraphError;
 
 /// A GPT-style decoder (Megatron-LM's GPT): token and position embeddings, pre-LN layers
 /// (attention, 4x GeLU MLP), a final LayerNorm and an LM head tied to the token embedding.

@@ -29,7 +29,7 @@ pub use vit::VitConfig;
 use super::parallel::{invalid, Parallel};
 use super::program::{act, NormKind, Pb, Pointwise, Weights, V};
 use super::step::Block;
-use crate::error::GraphError;
+use concerto_graph::GraphError;
 
 /// GeLU (tanh approximation): flops per element forward and backward.
 const GELU: (u64, u64) = (8, 16);

@@ -3,7 +3,7 @@
 //! runs.
 
 use super::{collective, named, BwdOp, Node, Pb, Src, V};
-use crate::ir::{CollectiveKind, LinkClass, Tensor};
+use concerto_graph::ir::{CollectiveKind, LinkClass, Tensor};
 
 impl Pb {
     /// Megatron's `f`: identity forward, all-reduce of the input gradient over the TP group

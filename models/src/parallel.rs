@@ -2,8 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::GraphError;
-use crate::ir::{DType, LinkClass};
+use concerto_graph::ir::{DType, LinkClass};
+use concerto_graph::GraphError;
 
 /// How far data-parallel training shards its state (Rajbhandari et al., "ZeRO: Memory
 /// Optimizations Toward Training Trillion Parameter Models", SC 2020).

@@ -15,7 +15,9 @@ mod tests;
 
 use std::cell::Cell;
 
-use crate::ir::{CollectiveKind, ComputeClass, DType, GemmShape, LinkClass, Op, OpKind, Tensor};
+use concerto_graph::ir::{
+    CollectiveKind, ComputeClass, DType, GemmShape, LinkClass, Op, OpKind, Tensor,
+};
 
 thread_local! {
     /// The dtype of activations, parameters and gradients while a graph is built
@@ -396,7 +398,7 @@ pub(crate) fn dims4(t: &Tensor) -> [u64; 4] {
 /// The collectives of `kind` in `g`, in graph order, each with its bytes (for tests).
 #[cfg(test)]
 pub(crate) fn collectives(
-    g: &crate::ir::Graph,
+    g: &concerto_graph::ir::Graph,
     kind: CollectiveKind,
 ) -> impl Iterator<Item = (&Op, u64)> {
     g.ops().filter_map(move |o| match o.kind {

@@ -1,5 +1,10 @@
+//! # concerto-models
+//!
 //! Model builders: one training step (forward, backward, optimizer) of a model under a
-//! parallel plan, as a [`Graph`] in program order.
+//! parallel plan, as a [`Graph`] of `concerto-graph` in program order. This crate holds the
+//! models ([`Model`]), their parallel plans ([`Parallel`]), the step driver and optimizer
+//! that [`build`] runs, and [`parameters`]; the IR, cost models, simulator and schedulers are
+//! `concerto-graph`'s.
 //!
 //! Program order is the order an eager framework (PyTorch with Megatron-LM, DDP or DeepSpeed)
 //! issues the ops on one GPU: it is the baseline a scheduler improves on. The graph is the
@@ -19,7 +24,7 @@
 //!
 //! # Parallel plans ([`Parallel`])
 //! - Ranks are placed tensor-parallel innermost, then data-parallel, then pipeline stages; a
-//!   group whose ranks share a node uses [`LinkClass::IntraNode`](crate::ir::LinkClass),
+//!   group whose ranks share a node uses [`LinkClass::IntraNode`](concerto_graph::ir::LinkClass),
 //!   otherwise `InterNode` (TP intra-node iff `tp <= gpus_per_node`, DP iff
 //!   `tp * dp <= gpus_per_node`, stage 0 to stage 1 iff `2 * tp * dp <= gpus_per_node`, for
 //!   node sizes that are multiples of the groups). Groups of one rank have no collective.
@@ -36,7 +41,7 @@
 //!   last stage before the optimizer.
 //!
 //! # Memory
-//! Besides the tensors of its ops, each graph says what [`crate::memory`] needs:
+//! Besides the tensors of its ops, each graph says what [`concerto_graph::memory`] needs:
 //! - **Resident bytes** ([`Graph::resident_bytes`]), rank 0's for the whole step: the
 //!   parameters it holds in the graph's precision (its stage's, after tensor parallelism, as
 //!   [`parameters`] counts them; with ZeRO-3 only its `1/dp` share), plus Adam's state of the
@@ -49,7 +54,7 @@
 //!   pipeline's other stages, the last stage's copy of a tied embedding, BatchNorm running
 //!   statistics (the wide ResNet), the input batch, and framework buffers (DDP's flat gradient
 //!   buckets, DeepSpeed's partition buffers).
-//! - **Step outputs** ([`Op::live_out`](crate::Op::live_out)): the updated parameters, kept
+//! - **Step outputs** ([`Op::live_out`](concerto_graph::Op::live_out)): the updated parameters, kept
 //!   to the end of the step: each Adam op's output (`grad_bucket<k>.adam`, `<block>.adam`),
 //!   and with ZeRO-2 each bucket's all-gather of them (`grad_bucket<k>.allgather`) instead of
 //!   its Adam op (whose shard is part of the gathered buffer). The loss is not one: its op also
@@ -82,8 +87,8 @@ pub use parallel::{Parallel, Zero};
 pub use resnet::WideResNetConfig;
 pub use transformer::{GptConfig, VitConfig};
 
-use crate::error::GraphError;
-use crate::ir::{DType, Graph};
+use concerto_graph::ir::{DType, Graph};
+use concerto_graph::GraphError;
 use step::Block;
 
 /// A model and its sizes.
@@ -208,7 +213,7 @@ pub fn parameters(model: &Model, parallel: &Parallel) -> Result<u64, GraphError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{DType, OpId, OpKind};
+    use concerto_graph::ir::{DType, OpId, OpKind};
 
     fn plans() -> Vec<Parallel> {
         vec![
@@ -389,14 +394,14 @@ mod tests {
             let g = build(&model, &par).unwrap();
             assert_eq!(parameters(&model, &par).unwrap(), p);
             assert_eq!(g.resident_bytes(), resident, "{}", g.name());
-            let tl = crate::simulate(
+            let tl = concerto_graph::simulate(
                 &g,
-                &crate::StreamPlan::program_order(&g).unwrap(),
+                &concerto_graph::StreamPlan::program_order(&g).unwrap(),
                 &vec![1; g.len()],
                 1.0,
             )
             .unwrap();
-            let m = crate::memory::profile(&g, &tl).unwrap();
+            let m = concerto_graph::memory::profile(&g, &tl).unwrap();
             assert_eq!(m.resident_bytes, resident, "{}", g.name());
             assert_eq!(m.live_out_bytes, outputs, "{}", g.name());
             assert!(m.peak_bytes >= resident + outputs, "{}", g.name());
@@ -405,7 +410,7 @@ mod tests {
 
     #[test]
     fn precision_sets_the_dtype_of_activations_parameters_and_gradients() {
-        use crate::ir::DType;
+        use concerto_graph::ir::DType;
         let model = &small_models()[0];
         let bf16 = Parallel::new(2, 2, 1);
         let f32 = Parallel {

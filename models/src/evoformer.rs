@@ -29,8 +29,8 @@ use serde::{Deserialize, Serialize};
 use super::parallel::{check_fits, check_graph_size, check_positive, invalid, Parallel, Placement};
 use super::program::{act, NormKind, Pb, Pointwise, Weights, V};
 use super::step::Block;
-use crate::error::GraphError;
-use crate::ir::{ComputeClass, DType, GemmShape, LinkClass, Tensor};
+use concerto_graph::ir::{ComputeClass, DType, GemmShape, LinkClass, Tensor};
+use concerto_graph::GraphError;
 
 /// An Evoformer stack.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -455,9 +455,9 @@ fn block(pb: &mut Pb, m: V, z: V, dm: Dims) -> (V, V) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{CollectiveKind, OpKind};
-    use crate::models::program::collectives;
-    use crate::models::{build, parameters, Model, Zero};
+    use crate::program::collectives;
+    use crate::{build, parameters, Model, Zero};
+    use concerto_graph::ir::{CollectiveKind, OpKind};
 
     fn small() -> EvoformerConfig {
         EvoformerConfig {
@@ -470,7 +470,7 @@ mod tests {
         }
     }
 
-    fn count(g: &crate::ir::Graph, kind: CollectiveKind, pat: &str) -> usize {
+    fn count(g: &concerto_graph::ir::Graph, kind: CollectiveKind, pat: &str) -> usize {
         collectives(g, kind)
             .filter(|(o, _)| o.name.contains(pat))
             .count()

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use super::parallel::{check_fits, check_graph_size, check_positive, invalid, Parallel};
 use super::program::{act, compute, dims4, NormKind, Pb, Pointwise, Weights, V};
 use super::step::Block;
-use crate::error::GraphError;
-use crate::ir::{ComputeClass, DType, Tensor};
+use concerto_graph::ir::{ComputeClass, DType, Tensor};
+use concerto_graph::GraphError;
 
 /// A wide ResNet with bottleneck blocks.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,9 +205,9 @@ fn bottleneck(pb: &mut Pb, x: V, cin: u64, width: u64, cout: u64, stride: u64) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{CollectiveKind, LinkClass, OpKind};
-    use crate::models::program::collectives;
-    use crate::models::{build, parameters, Model, Zero};
+    use crate::program::collectives;
+    use crate::{build, parameters, Model, Zero};
+    use concerto_graph::ir::{CollectiveKind, LinkClass, OpKind};
 
     #[test]
     fn wrn50_2_matches_torchvision() {
