@@ -1,61 +1,13 @@
 //! Test support shared by the suites in `tests/`: random valid problems for proptest, a
 //! brute-force optimum for problems small enough to enumerate, and a machine under load.
 
-use concerto_rcpsp::{sgs, ActivityId, ActivityList, Problem, ProblemBuilder, Schedule, Time};
+use concerto_rcpsp::{sgs, ActivityId, ActivityList, Problem, Schedule, Time};
 use proptest::prelude::*;
 use rand::Rng;
 
-/// The ingredients of a random valid problem, kept so that proptest can shrink them.
-#[derive(Clone, Debug)]
-pub struct Spec {
-    /// Capacity per resource.
-    pub capacities: Vec<u32>,
-    /// Duration per activity.
-    pub durations: Vec<Time>,
-    /// Per activity and resource a raw draw, reduced modulo `capacity + 1`.
-    pub demands: Vec<Vec<u32>>,
-    /// Per pair `i < j` (row-major), whether the arc `i -> j` exists and its lag.
-    pub arcs: Vec<(bool, Time)>,
-}
-
-impl Spec {
-    /// The problem this spec describes.
-    pub fn build(&self) -> Problem {
-        let mut b = ProblemBuilder::new();
-        let resources: Vec<_> = self
-            .capacities
-            .iter()
-            .enumerate()
-            .map(|(r, &c)| b.resource(format!("r{r}"), c))
-            .collect();
-        let ids: Vec<_> = self
-            .durations
-            .iter()
-            .enumerate()
-            .map(|(i, &d)| b.activity(format!("a{i}"), d))
-            .collect();
-        for (i, row) in self.demands.iter().enumerate() {
-            for (r, &raw) in row.iter().enumerate() {
-                let q = raw % (self.capacities[r] + 1);
-                if q > 0 {
-                    b.demand(ids[i], resources[r], q);
-                }
-            }
-        }
-        let n = ids.len();
-        let mut k = 0;
-        for i in 0..n {
-            for j in i + 1..n {
-                let (present, lag) = self.arcs[k];
-                k += 1;
-                if present {
-                    b.precedence_with_lag(ids[i], ids[j], lag);
-                }
-            }
-        }
-        b.build().expect("a spec always describes a valid problem")
-    }
-}
+/// The ingredients of a random valid problem, kept so that proptest can shrink them (the
+/// conformance kit's).
+pub use concerto::testing::ProblemSpec as Spec;
 
 /// Random valid problems: 1 to `max_activities` activities, 1-3 resources of capacity 1-5,
 /// demands within capacity, durations 0-10, forward arcs `i -> j` (`i < j`, so acyclic) with

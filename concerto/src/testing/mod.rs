@@ -61,7 +61,7 @@ pub use exhaustive::Exhaustive;
 pub use hard::{hard_instance, hard_modal_instance, HARD_LOWER_BOUND, HARD_UPPER_BOUND};
 pub use strategies::{
     durations_of, graphs, modal_problems, problems, training_steps, GraphShape, ModalShape,
-    ProblemShape,
+    ProblemShape, ProblemSpec,
 };
 pub use text::{
     describe_limits, describe_modal, describe_modal_outcome, describe_modal_solution,

@@ -43,19 +43,28 @@ impl Default for ProblemShape {
     }
 }
 
-/// The ingredients of a problem (see the module docs).
+/// The ingredients of a random valid problem, kept as drawn so that proptest can shrink them
+/// (see the module docs): any values describe a valid problem.
 #[derive(Clone, Debug)]
-struct Spec {
-    capacities: Vec<u32>,
-    durations: Vec<Time>,
+pub struct ProblemSpec {
+    /// Capacity per resource.
+    pub capacities: Vec<u32>,
+    /// Duration per activity.
+    pub durations: Vec<Time>,
     /// Per activity and resource a raw draw, taken modulo `capacity + 1`.
-    demands: Vec<Vec<u32>>,
+    pub demands: Vec<Vec<u32>>,
     /// Per pair `i < j` (row-major): whether the arc `i -> j` exists, and its lag.
-    arcs: Vec<(bool, Time)>,
+    pub arcs: Vec<(bool, Time)>,
 }
 
-impl Spec {
-    fn build(&self, names: &dyn Fn(usize) -> String) -> Problem {
+impl ProblemSpec {
+    /// The problem this spec describes, its activities named `a0`, `a1`, ...
+    pub fn build(&self) -> Problem {
+        self.build_named(&|i| format!("a{i}"))
+    }
+
+    /// The problem this spec describes, activity `i` named `names(i)`. O(n² + n r).
+    pub fn build_named(&self, names: &dyn Fn(usize) -> String) -> Problem {
         let mut b = ProblemBuilder::new();
         let resources: Vec<_> = self
             .capacities
@@ -93,7 +102,7 @@ impl Spec {
 }
 
 /// Random ingredients of `n` activities on `r` resources.
-fn spec(shape: &ProblemShape, n: usize, r: usize) -> impl Strategy<Value = Spec> {
+fn spec(shape: &ProblemShape, n: usize, r: usize) -> impl Strategy<Value = ProblemSpec> {
     let lag = if shape.lags {
         prop_oneof![2 => Just(0 as Time), 1 => 1..=3 as Time].boxed()
     } else {
@@ -106,7 +115,7 @@ fn spec(shape: &ProblemShape, n: usize, r: usize) -> impl Strategy<Value = Spec>
         prop::collection::vec(prop::collection::vec(0..=shape.max_capacity, r), n),
         prop::collection::vec(arc, n * n.saturating_sub(1) / 2),
     )
-        .prop_map(|(capacities, durations, demands, arcs)| Spec {
+        .prop_map(|(capacities, durations, demands, arcs)| ProblemSpec {
             capacities,
             durations,
             demands,
@@ -123,7 +132,7 @@ impl ProblemShape {
         let (rlo, rhi) = (self.resources.0.max(1), self.resources.1.max(1));
         (lo..=hi.max(lo), rlo..=rhi.max(rlo))
             .prop_flat_map(move |(n, r)| spec(&shape, n, r))
-            .prop_map(|s| s.build(&|i| format!("a{i}")))
+            .prop_map(|s| s.build())
             .boxed()
     }
 }
@@ -411,7 +420,7 @@ impl ModalShape {
                 )
             })
             .prop_map(|(owners, regions, spec)| {
-                let problem = spec.build(&|i| owners[i].0.clone());
+                let problem = spec.build_named(&|i| owners[i].0.clone());
                 let mut modes: Vec<Vec<Vec<ActivityId>>> = vec![Vec::new(); regions];
                 for (i, (_, owner)) in owners.iter().enumerate() {
                     if let Owner::Region(x, set) = owner {
