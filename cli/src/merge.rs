@@ -1,12 +1,12 @@
 //! `concerto bench merge`: join the `--shard I/N --json` files of one `bench psplib`,
 //! `bench graphs` or `bench scale` run into what the unsharded run prints. The checks and the
-//! merge are [`concerto_pipeline::bench::shard::read`]; this prints the result through the
+//! merge are [`concerto_benches::shard::read`]; this prints the result through the
 //! same code as the benches themselves.
 
 use std::path::PathBuf;
 
 use clap::Args;
-use concerto_pipeline::bench::shard::{self, MergedBench};
+use concerto_benches::shard::{self, MergedBench};
 
 use crate::{graphs_bench, psplib_bench, scale_bench, Failure};
 

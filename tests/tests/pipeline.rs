@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use concerto_benches::graphs::configs;
 use concerto_graph::models::{GptConfig, Model, Parallel};
 use concerto_graph::{models, Graph, Hardware};
-use concerto_pipeline::bench::graphs::configs;
 use concerto_pipeline::{
     schedule, Config, Decompose, Origin, Pipeline, ScheduleConfig, Scheduler, Silent, Solvers,
 };

@@ -1,11 +1,11 @@
-//! The shard files of a `bench graphs` run and their merge ([`crate::bench::shard`]): a row
+//! The shard files of a `bench graphs` run and their merge ([`crate::shard`]): a row
 //! with the bench's verdict on it, the file a shard writes, and the merge that rebuilds the
 //! unsharded rows and verdicts.
 
 use serde::{Deserialize, Serialize};
 
 use super::{GraphsBench, GraphsRowSummary};
-use crate::bench::BenchError;
+use crate::BenchError;
 
 /// A row of a `bench graphs` shard file: the row's summary and what the bench concluded from
 /// it ([`GraphsBench::worse`], [`GraphsBench::search_worse`]).
@@ -39,7 +39,7 @@ impl GraphsBench {
     pub fn shard_file<C>(
         &self,
         config: C,
-    ) -> Result<crate::bench::shard::ShardFile<C, GraphsShardRow>, BenchError> {
+    ) -> Result<crate::shard::ShardFile<C, GraphsShardRow>, BenchError> {
         let rows = self
             .rows
             .iter()
@@ -49,8 +49,8 @@ impl GraphsBench {
                 search_worse: r.search_worse,
             })
             .collect();
-        crate::bench::shard::ShardFile::new(
-            crate::bench::shard::BenchKind::Graphs,
+        crate::shard::ShardFile::new(
+            crate::shard::BenchKind::Graphs,
             self.shard,
             config,
             self.items.clone(),
@@ -59,21 +59,21 @@ impl GraphsBench {
     }
 }
 
-/// Merges the shard files of one run (see [`crate::bench::shard::merge`]); each row must be of the
+/// Merges the shard files of one run (see [`crate::shard::merge`]); each row must be of the
 /// graph at its position.
 pub fn merge<C: PartialEq + Serialize>(
     files: Vec<(
         std::path::PathBuf,
-        crate::bench::shard::ShardFile<C, GraphsShardRow>,
+        crate::shard::ShardFile<C, GraphsShardRow>,
     )>,
-) -> Result<GraphsMerged<C>, crate::bench::shard::MergeError> {
+) -> Result<GraphsMerged<C>, crate::shard::MergeError> {
     for (file, f) in &files {
         if let Some(r) = f.rows.iter().find(|r| {
             f.items
                 .get(r.index)
                 .is_some_and(|i| *i != r.row.summary.config)
         }) {
-            return Err(crate::bench::shard::MergeError::Rows {
+            return Err(crate::shard::MergeError::Rows {
                 file: file.clone(),
                 reason: format!(
                     "the row of item {} (`{}`) is of graph `{}`",
@@ -82,7 +82,7 @@ pub fn merge<C: PartialEq + Serialize>(
             });
         }
     }
-    let merged = crate::bench::shard::merge(crate::bench::shard::BenchKind::Graphs, files)?;
+    let merged = crate::shard::merge(crate::shard::BenchKind::Graphs, files)?;
     let names = |pick: fn(&GraphsShardRow) -> bool| {
         merged
             .rows

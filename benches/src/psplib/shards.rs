@@ -1,19 +1,15 @@
-//! The shard files of a `bench psplib` run and their merge ([`crate::bench::shard`]): what
+//! The shard files of a `bench psplib` run and their merge ([`crate::shard`]): what
 //! every shard of one run must share, the file a shard writes, and the merge that rebuilds
 //! the unsharded report, whose summary is the unsharded run's.
 
-#[cfg(feature = "serde")]
 use std::path::PathBuf;
 
 use super::PsplibRun;
-#[cfg(feature = "serde")]
 use super::{instance_name, PsplibReport, PsplibRow, PsplibSummary};
-#[cfg(feature = "serde")]
-use crate::bench::BenchError;
+use crate::BenchError;
 
 /// The odd-even driver's settings of a run that solves by windows (`--window B`), as given.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WindowSettings {
     /// Activities per block.
     pub block: usize,
@@ -26,9 +22,8 @@ pub struct WindowSettings {
 }
 
 /// Everything about a `bench psplib` run that decides its rows and its summary: what every
-/// shard of one run shares ([`crate::bench::shard`]).
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+/// shard of one run shares ([`crate::shard`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PsplibShardConfig {
     /// What the JSON prints.
     pub run: PsplibRun,
@@ -43,7 +38,6 @@ pub struct PsplibShardConfig {
 }
 
 /// The unsharded run rebuilt from its shards ([`merge`]).
-#[cfg(feature = "serde")]
 #[derive(Clone, Debug, PartialEq)]
 pub struct PsplibMerged {
     /// The configuration every shard shares.
@@ -54,16 +48,15 @@ pub struct PsplibMerged {
 
 /// The shard file of `shard` of a run over `instances` (every instance of the unsharded run,
 /// in its order) whose report over the shard's instances is `report`.
-#[cfg(feature = "serde")]
 pub fn shard_file(
     config: PsplibShardConfig,
-    shard: crate::bench::shard::Shard,
+    shard: crate::shard::Shard,
     instances: &[PathBuf],
     report: PsplibReport,
-) -> Result<crate::bench::shard::ShardFile<PsplibShardConfig, PsplibRow>, BenchError> {
+) -> Result<crate::shard::ShardFile<PsplibShardConfig, PsplibRow>, BenchError> {
     let items = instances.iter().map(|p| instance_name(p)).collect();
-    crate::bench::shard::ShardFile::new(
-        crate::bench::shard::BenchKind::Psplib,
+    crate::shard::ShardFile::new(
+        crate::shard::BenchKind::Psplib,
         shard,
         config,
         items,
@@ -71,23 +64,22 @@ pub fn shard_file(
     )
 }
 
-/// Merges the shard files of one run (see [`crate::bench::shard::merge`]); each row must be of the
+/// Merges the shard files of one run (see [`crate::shard::merge`]); each row must be of the
 /// instance at its position. The summary is [`PsplibSummary::of`] the rows in the unsharded
 /// order: the unsharded run's.
-#[cfg(feature = "serde")]
 pub fn merge(
     files: Vec<(
         PathBuf,
-        crate::bench::shard::ShardFile<PsplibShardConfig, PsplibRow>,
+        crate::shard::ShardFile<PsplibShardConfig, PsplibRow>,
     )>,
-) -> Result<PsplibMerged, crate::bench::shard::MergeError> {
+) -> Result<PsplibMerged, crate::shard::MergeError> {
     for (file, f) in &files {
         if let Some(r) = f
             .rows
             .iter()
             .find(|r| f.items.get(r.index).is_some_and(|i| *i != r.row.instance))
         {
-            return Err(crate::bench::shard::MergeError::Rows {
+            return Err(crate::shard::MergeError::Rows {
                 file: file.clone(),
                 reason: format!(
                     "the row of item {} (`{}`) is of instance `{}`",
@@ -96,7 +88,7 @@ pub fn merge(
             });
         }
     }
-    let merged = crate::bench::shard::merge(crate::bench::shard::BenchKind::Psplib, files)?;
+    let merged = crate::shard::merge(crate::shard::BenchKind::Psplib, files)?;
     let summary = PsplibSummary::of(&merged.rows);
     Ok(PsplibMerged {
         config: merged.config,
@@ -107,7 +99,7 @@ pub fn merge(
     })
 }
 
-#[cfg(all(test, feature = "serde"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -116,8 +108,8 @@ mod tests {
     /// short decimals, which any float parser reads back exactly.)
     #[test]
     fn shards_merge_to_the_unsharded_json_byte_for_byte() {
-        use crate::bench::psplib::{PsplibJson, PsplibRow, PsplibRun, PsplibSummary};
-        use crate::bench::shard::{Shard, ShardFile};
+        use crate::psplib::{PsplibJson, PsplibRow, PsplibRun, PsplibSummary};
+        use crate::shard::{Shard, ShardFile};
         let pcts = [2.7, 16.9, 15.3, 5.1, 9.9, 9.0, 13.0, 15.8, 1.9, 0.6, 16.7];
         let rows: Vec<PsplibRow> = pcts
             .iter()

@@ -470,7 +470,6 @@ where
 }
 
 /// A merged run of one of the benches ([`read`]).
-#[cfg(feature = "serde")]
 #[derive(Clone, Debug, PartialEq)]
 #[non_exhaustive]
 pub enum MergedBench {
@@ -484,7 +483,6 @@ pub enum MergedBench {
 
 /// The keys every shard file starts with: read first, so that a file of another bench or
 /// format is named as such rather than as malformed.
-#[cfg(feature = "serde")]
 #[derive(serde::Deserialize)]
 struct Header {
     format: u32,
@@ -494,7 +492,6 @@ struct Header {
 /// Reads the shard files at `paths` (JSON, as a bench's `--shard I/N --json` prints them),
 /// and merges them (see [`merge`]) into the unsharded run of the bench the first file names.
 /// Every error names its file. Cost: reading and parsing every file, then [`merge`].
-#[cfg(feature = "serde")]
 pub fn read(paths: &[PathBuf]) -> Result<MergedBench, MergeError> {
     let mut texts = Vec::with_capacity(paths.len());
     let mut bench = None;
