@@ -26,7 +26,7 @@ use concerto_pipeline::pipeline::{Pipeline, Report};
 use concerto_pipeline::progress::Progress;
 use concerto_pipeline::schedule::{ModuleSchedule, Optimized};
 use concerto_pipeline::summary::{gain_pct, Comparison, DecompositionSummary};
-pub use shards::{merge, GraphsMerged, GraphsShardRow};
+pub use shards::{Graphs, GraphsMerged, GraphsShardRow};
 pub use table::GraphsTable;
 
 /// A benchmark configuration: a model under a parallel plan.

@@ -23,12 +23,12 @@ use std::sync::Mutex;
 use concerto_rcpsp::io::psplib::{read_reference as read_reference_rows, Reference};
 use concerto_rcpsp::{bounds, check, read_problem, Limits, Solver, Status};
 
+use crate::shard::Shard;
 use crate::{pct_above, BenchError};
 use concerto_pipeline::progress::Progress;
 
 mod shards;
-pub use shards::{merge, shard_file, PsplibMerged};
-pub use shards::{PsplibShardConfig, WindowSettings};
+pub use shards::{shard_file, Psplib, PsplibMerged, PsplibShardConfig, WindowSettings};
 
 /// What to solve, against which reference, under which limits.
 #[derive(Clone, Debug)]
@@ -477,7 +477,7 @@ pub fn run(
 /// error, so that every shard of a split has its file to merge.
 pub fn run_shard(
     config: &PsplibConfig,
-    shard: crate::shard::Shard,
+    shard: Shard,
     solver: &dyn Solver,
     progress: &dyn Progress,
 ) -> Result<PsplibReport, BenchError> {

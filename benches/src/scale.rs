@@ -13,7 +13,7 @@
 //! Cost per size: O(k * t_b * n / b) for k rounds of windows of b activities each solved in
 //! at most t_b, plus the heuristic's equal time.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,7 @@ use concerto_rcpsp::{
     check, BoundKind, Heuristic, Limits, OddEven, OddEvenConfig, Problem, Schedule, Solver,
 };
 
+use crate::shard::{MergeError, Merged, Shard, ShardFile, Shardable};
 use crate::{pct_above, BenchError};
 use concerto_pipeline::progress::Progress;
 use concerto_pipeline::schedule::Shared;
@@ -213,13 +214,45 @@ pub struct ScaleShardConfig {
     pub seed: u64,
 }
 
-/// The unsharded run rebuilt from its shards ([`merge`]).
+/// The unsharded run rebuilt from its shards ([`crate::shard::merge`] of [`Scale`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScaleMerged {
     /// The configuration every shard shares.
     pub config: ScaleShardConfig,
     /// One row per size, in the unsharded order.
     pub rows: Vec<ScaleRow>,
+}
+
+/// `bench scale` as a [`Shardable`] kind: its items are the sizes, its rows [`ScaleRow`]s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scale;
+
+impl Shardable for Scale {
+    const NAME: &'static str = "scale";
+    type Config = ScaleShardConfig;
+    type Row = ScaleRow;
+    type Unsharded = ScaleMerged;
+
+    /// The items must be the configuration's sizes.
+    fn check(file: &Path, f: &ShardFile<Self>) -> Result<(), MergeError> {
+        if f.items == size_items(&f.config.sizes) {
+            return Ok(());
+        }
+        Err(MergeError::Rows {
+            file: file.to_path_buf(),
+            reason: format!(
+                "its items {:?} are not its sizes {:?}",
+                f.items, f.config.sizes
+            ),
+        })
+    }
+
+    fn unsharded(merged: Merged<Self>) -> ScaleMerged {
+        ScaleMerged {
+            config: merged.config,
+            rows: merged.rows,
+        }
+    }
 }
 
 /// The sizes as a shard file's items.
@@ -231,35 +264,11 @@ fn size_items(sizes: &[usize]) -> Vec<String> {
 /// rows over the shard's sizes are `rows`. Each row's peak memory is its shard process's.
 pub fn shard_file(
     config: ScaleShardConfig,
-    shard: crate::shard::Shard,
+    shard: Shard,
     rows: Vec<ScaleRow>,
-) -> Result<crate::shard::ShardFile<ScaleShardConfig, ScaleRow>, BenchError> {
+) -> Result<ShardFile<Scale>, BenchError> {
     let items = size_items(&config.sizes);
-    crate::shard::ShardFile::new(crate::shard::BenchKind::Scale, shard, config, items, rows)
-}
-
-/// Merges the shard files of one run (see [`crate::shard::merge`]); the items must be the
-/// configuration's sizes.
-pub fn merge(
-    files: Vec<(PathBuf, crate::shard::ShardFile<ScaleShardConfig, ScaleRow>)>,
-) -> Result<ScaleMerged, crate::shard::MergeError> {
-    if let Some((file, f)) = files
-        .iter()
-        .find(|(_, f)| f.items != size_items(&f.config.sizes))
-    {
-        return Err(crate::shard::MergeError::Rows {
-            file: file.clone(),
-            reason: format!(
-                "its items {:?} are not its sizes {:?}",
-                f.items, f.config.sizes
-            ),
-        });
-    }
-    let merged = crate::shard::merge(crate::shard::BenchKind::Scale, files)?;
-    Ok(ScaleMerged {
-        config: merged.config,
-        rows: merged.rows,
-    })
+    ShardFile::new(shard, config, items, rows)
 }
 
 /// Runs the bench: every size of `config`, windows solved by `solver`, reporting one item per
