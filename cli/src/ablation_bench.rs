@@ -15,11 +15,11 @@
 //!    rings only, and with both, on one graph.
 //!
 //! Every makespan is simulated from a plan that passed the plan and schedule checks of the
-//! optimisation pipeline (`concerto_pipeline::bench::ablation`, which this renders). Exit 1
+//! optimisation pipeline (`concerto_benches::ablation`, which this renders). Exit 1
 //! when concerto's schedule loses to a baseline anywhere.
 
 use clap::Args;
-use concerto_pipeline::bench::ablation;
+use concerto_benches::ablation;
 
 use crate::opts::OptimizeOpts;
 use crate::progress;

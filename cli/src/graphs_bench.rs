@@ -5,8 +5,8 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::Args;
-use concerto_pipeline::bench::graphs::{self, GraphsRowSummary};
-use concerto_pipeline::bench::shard::Shard;
+use concerto_benches::graphs::{self, GraphsRowSummary};
+use concerto_benches::shard::Shard;
 
 use crate::data::DataArgs;
 use crate::io::read_input;

@@ -1,6 +1,6 @@
 //! `concerto bench psplib`: solve a directory of PSPLIB instances (or one shard of them),
 //! check every schedule, and compare with a reference table. The bench is
-//! [`concerto_pipeline::bench::psplib`]; this parses the arguments and renders its report (a
+//! [`concerto_benches::psplib`]; this parses the arguments and renders its report (a
 //! table or JSON, and a CSV of the rows).
 
 use std::io::Write as _;
@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use concerto_pipeline::bench::psplib::{
+use concerto_benches::psplib::{
     self, PsplibConfig, PsplibJson, PsplibReport, PsplibRow, PsplibRun, PsplibShardConfig,
 };
-use concerto_pipeline::bench::shard::Shard;
+use concerto_benches::shard::Shard;
 use concerto_rcpsp::Limits;
 
 use crate::data::DataArgs;

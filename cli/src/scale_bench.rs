@@ -1,12 +1,12 @@
 //! `concerto bench scale`: the odd-even driver on generated DL-like training steps of growing
 //! size, against the plain heuristic given the same wall time. The bench is
-//! [`concerto_pipeline::bench::scale`]; this parses the arguments and renders its report.
+//! [`concerto_benches::scale`]; this parses the arguments and renders its report.
 
 use std::sync::Arc;
 
 use clap::Args;
-use concerto_pipeline::bench::scale::{self, ScaleConfig, ScaleRow, ScaleRun, ScaleShardConfig};
-use concerto_pipeline::bench::shard::Shard;
+use concerto_benches::scale::{self, ScaleConfig, ScaleRow, ScaleRun, ScaleShardConfig};
+use concerto_benches::shard::Shard;
 
 use crate::progress;
 use crate::solve::{default_solver, registry, time_limit};

@@ -88,9 +88,9 @@ impl WindowArgs {
     }
 
     /// The driver's settings as given, if `--window` was given (what a shard file records).
-    pub(crate) fn settings(&self) -> Option<concerto_pipeline::bench::psplib::WindowSettings> {
+    pub(crate) fn settings(&self) -> Option<concerto_benches::psplib::WindowSettings> {
         self.window
-            .map(|block| concerto_pipeline::bench::psplib::WindowSettings {
+            .map(|block| concerto_benches::psplib::WindowSettings {
                 block,
                 rounds: self.rounds,
                 window_time_limit_s: self.window_time_limit,

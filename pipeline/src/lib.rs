@@ -31,7 +31,6 @@
 //! ```
 
 pub mod analysis;
-pub mod bench;
 pub mod error;
 pub mod evaluate;
 pub mod noise;

@@ -76,9 +76,9 @@ const REPAIRED: usize = 3;
 /// Share of the time left when the list-scheduling portfolio begins that it may use.
 const PORTFOLIO_SHARE: f64 = 0.5;
 
-/// A solver shared by every step of the pipeline and the benches (the odd-even driver owns
-/// its inner solver).
-pub(crate) struct Shared(pub(crate) Arc<dyn Solver>);
+/// A solver shared by every step of the pipeline and the benches: the odd-even driver owns
+/// its inner solver as a `Box<dyn Solver>`, and this boxes a shared one.
+pub struct Shared(pub Arc<dyn Solver>);
 
 impl Solver for Shared {
     fn name(&self) -> &str {

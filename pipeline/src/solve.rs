@@ -1,10 +1,10 @@
 //! One RCPSP solve as `concerto solve` runs it: a solver alone, or inside the odd-even driver,
 //! with a flat summary of the outcome.
 
-use concerto_rcpsp::{Limits, OddEven, OddEvenConfig, Outcome, Problem, SolveError, Solver};
+use concerto_rcpsp::{
+    Limits, OddEven, OddEvenConfig, Outcome, Problem, RoundReport, SolveError, Solver,
+};
 use serde::Serialize;
-
-use crate::bench::scale::ScaleRound;
 
 /// The outcome of [`solve`], flattened for JSON.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -30,7 +30,39 @@ pub struct SolveSummary {
     pub start_makespan: Option<i64>,
     /// The odd-even driver's rounds.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub rounds: Vec<ScaleRound>,
+    pub rounds: Vec<RoundSummary>,
+}
+
+/// One round of the odd-even driver, flattened for JSON: the rounds of a [`SolveSummary`] and
+/// of a `bench scale` row (`concerto_benches::scale::ScaleRow`).
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
+pub struct RoundSummary {
+    /// 1-based round number.
+    pub round: usize,
+    /// Global makespan after the round.
+    pub makespan: i64,
+    /// Global lower bound.
+    pub lower_bound: i64,
+    /// Windows solved in the round.
+    pub windows: usize,
+    /// Windows whose new schedule was kept.
+    pub improved: usize,
+    /// Wall time of the round, in seconds.
+    pub time_s: f64,
+}
+
+impl From<&RoundReport> for RoundSummary {
+    fn from(r: &RoundReport) -> Self {
+        Self {
+            round: r.round,
+            makespan: r.makespan,
+            lower_bound: r.lower_bound,
+            windows: r.windows,
+            improved: r.improved,
+            time_s: r.time.as_secs_f64(),
+        }
+    }
 }
 
 /// Solves `problem` (named `instance` in the summary) with `solver`, inside the odd-even
@@ -47,7 +79,7 @@ pub fn solve(
         None => (solver.solve(problem, limits)?, None, Vec::new()),
         Some(config) => {
             let r = OddEven::new(solver, config).run(problem, limits)?;
-            let rounds = r.rounds.iter().map(ScaleRound::from).collect();
+            let rounds = r.rounds.iter().map(RoundSummary::from).collect();
             (r.outcome, Some(r.start_makespan), rounds)
         }
     };

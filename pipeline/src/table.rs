@@ -1,7 +1,7 @@
 //! Plain-text tables with aligned columns, for rendering reports.
 
 /// Bytes in GiB (for tables and messages).
-pub(crate) fn gib(bytes: u64) -> f64 {
+pub fn gib(bytes: u64) -> f64 {
     bytes as f64 / (1u64 << 30) as f64
 }
 

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
+use concerto_benches::graphs::configs;
 use concerto_graph::{Graph, Hardware};
 use concerto_models::{GptConfig, Model, Parallel};
-use concerto_pipeline::bench::graphs::configs;
 use concerto_pipeline::{
     schedule, Config, Decompose, Origin, Pipeline, ScheduleConfig, Scheduler, Silent, Solvers,
 };

@@ -38,6 +38,17 @@ pub enum Scheduler {
 }
 
 impl Scheduler {
+    /// Every scheduler, in declaration order (a new one fails to compile in
+    /// [`Origin::all`] until listed).
+    pub const ALL: [Scheduler; 6] = [
+        Scheduler::ProgramOrder,
+        Scheduler::Xla,
+        Scheduler::Lhs,
+        Scheduler::Inductor,
+        Scheduler::List,
+        Scheduler::Concerto,
+    ];
+
     /// The baselines, in report order.
     pub const BASELINES: [Scheduler; 4] = [
         Scheduler::ProgramOrder,
@@ -80,6 +91,31 @@ pub enum Origin {
 }
 
 impl Origin {
+    /// Every origin: the solver, a hint, then each of [`Scheduler::ALL`] as a baseline (a
+    /// new scheduler or origin fails to compile in the matches below until listed).
+    pub fn all() -> Vec<Origin> {
+        for s in Scheduler::ALL {
+            match s {
+                Scheduler::ProgramOrder
+                | Scheduler::Xla
+                | Scheduler::Lhs
+                | Scheduler::Inductor
+                | Scheduler::List
+                | Scheduler::Concerto => {}
+            }
+        }
+        let all: Vec<Origin> = [Origin::Solver, Origin::Hint]
+            .into_iter()
+            .chain(Scheduler::ALL.map(Origin::Baseline))
+            .collect();
+        for o in &all {
+            match o {
+                Origin::Solver | Origin::Hint | Origin::Baseline(_) => {}
+            }
+        }
+        all
+    }
+
     /// `solver`, the baseline's name, or `hint` (the JSON key `origin`).
     pub fn as_str(self) -> &'static str {
         match self {

@@ -5,8 +5,8 @@
 use std::fmt;
 
 use super::{GraphsRowSummary, MemorySummary};
-use crate::summary::gain_pct;
-use crate::table::Table;
+use concerto_pipeline::summary::gain_pct;
+use concerto_pipeline::table::Table;
 
 /// The comparison table of `bench graphs` over rows' summaries, with the S+AD, joint and S+F
 /// columns of the steps that ran, and a line per column group that says what it means.
@@ -200,7 +200,7 @@ impl GraphsTable<'_> {
         if memory.is_empty() {
             return Ok(());
         }
-        let gib = |b: u64| format!("{:.2}", crate::table::gib(b));
+        let gib = |b: u64| format!("{:.2}", concerto_pipeline::table::gib(b));
         let mut t = Table::new(&[
             "config",
             "budget_GiB",

@@ -13,20 +13,20 @@
 //! Cost per size: O(k * t_b * n / b) for k rounds of windows of b activities each solved in
 //! at most t_b, plus the heuristic's equal time.
 
-#[cfg(feature = "serde")]
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use concerto_rcpsp::generate::{training_step, TrainingStep};
 use concerto_rcpsp::{
-    check, BoundKind, Heuristic, Limits, OddEven, OddEvenConfig, Problem, RoundReport, Schedule,
-    Solver,
+    check, BoundKind, Heuristic, Limits, OddEven, OddEvenConfig, Problem, Schedule, Solver,
 };
 
-use super::{pct_above, BenchError};
-use crate::progress::Progress;
-use crate::schedule::Shared;
+use crate::shard::{MergeError, Merged, Shard, ShardFile, Shardable};
+use crate::{pct_above, BenchError};
+use concerto_pipeline::progress::Progress;
+use concerto_pipeline::schedule::Shared;
+pub use concerto_pipeline::solve::RoundSummary;
 
 /// The sizes and the driver's settings.
 #[derive(Clone, Debug, PartialEq)]
@@ -71,40 +71,8 @@ impl Default for ScaleConfig {
     }
 }
 
-/// One odd-even round of a [`ScaleRow`] (also the rounds of [`crate::solve::SolveSummary`]).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-#[cfg_attr(feature = "serde", derive(serde::Deserialize))]
-pub struct ScaleRound {
-    /// 1-based round number.
-    pub round: usize,
-    /// Global makespan after the round.
-    pub makespan: i64,
-    /// Global lower bound.
-    pub lower_bound: i64,
-    /// Windows solved in the round.
-    pub windows: usize,
-    /// Windows whose new schedule was kept.
-    pub improved: usize,
-    /// Wall time of the round, in seconds.
-    pub time_s: f64,
-}
-
-impl From<&RoundReport> for ScaleRound {
-    fn from(r: &RoundReport) -> Self {
-        Self {
-            round: r.round,
-            makespan: r.makespan,
-            lower_bound: r.lower_bound,
-            windows: r.windows,
-            improved: r.improved,
-            time_s: r.time.as_secs_f64(),
-        }
-    }
-}
-
 /// The result at one size.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ScaleRow {
     /// Activities of the generated step.
     pub n: usize,
@@ -122,7 +90,7 @@ pub struct ScaleRow {
     pub lower_bound: i64,
     /// Which bound gives [`lower_bound`](Self::lower_bound) (serialised by its
     /// [`BoundKind::as_str`] name).
-    #[cfg_attr(feature = "serde", serde(with = "bound_kind"))]
+    #[serde(with = "bound_kind")]
     pub bound: BoundKind,
     /// Percent of the makespan above the lower bound.
     pub gap_pct: f64,
@@ -135,11 +103,10 @@ pub struct ScaleRow {
     /// Peak resident memory of the process so far, in MiB (Linux only).
     pub peak_rss_mb: Option<f64>,
     /// One entry per round.
-    pub round_reports: Vec<ScaleRound>,
+    pub round_reports: Vec<RoundSummary>,
 }
 
 /// [`BoundKind`] as its [`BoundKind::as_str`] name.
-#[cfg(feature = "serde")]
 mod bound_kind {
     use concerto_rcpsp::BoundKind;
     use serde::{Deserialize, Deserializer, Serializer};
@@ -170,8 +137,7 @@ mod bound_kind {
 }
 
 /// What [`run`] returns.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ScaleReport {
     /// The window solver's name.
     pub solver: String,
@@ -180,8 +146,7 @@ pub struct ScaleReport {
 }
 
 /// What `bench scale --json` prints about the run besides its rows.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ScaleRun {
     /// The window solver's name as asked for.
     pub solver: String,
@@ -196,7 +161,6 @@ pub struct ScaleRun {
 }
 
 /// The JSON object of `bench scale --json`: the run's settings and its rows under `sizes`.
-#[cfg(feature = "serde")]
 pub fn json(run: &ScaleRun, rows: &[ScaleRow]) -> serde_json::Result<serde_json::Value> {
     let mut v = serde_json::to_value(run)?;
     v["sizes"] = serde_json::to_value(rows)?;
@@ -205,7 +169,7 @@ pub fn json(run: &ScaleRun, rows: &[ScaleRow]) -> serde_json::Result<serde_json:
 
 /// The table of `bench scale`: one line per size.
 pub fn table(rows: &[ScaleRow]) -> String {
-    let mut t = crate::table::Table::new(&[
+    let mut t = concerto_pipeline::table::Table::new(&[
         "n",
         "rounds",
         "time s",
@@ -235,9 +199,8 @@ pub fn table(rows: &[ScaleRow]) -> String {
 }
 
 /// Everything about a `bench scale` run that decides its rows: what every shard of one run
-/// shares ([`super::shard`]). Its items are the sizes.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+/// shares ([`crate::shard`]). Its items are the sizes.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ScaleShardConfig {
     /// What the JSON prints.
     pub run: ScaleRun,
@@ -251,8 +214,7 @@ pub struct ScaleShardConfig {
     pub seed: u64,
 }
 
-/// The unsharded run rebuilt from its shards ([`merge`]).
-#[cfg(feature = "serde")]
+/// The unsharded run rebuilt from its shards ([`crate::shard::merge`] of [`Scale`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct ScaleMerged {
     /// The configuration every shard shares.
@@ -261,47 +223,52 @@ pub struct ScaleMerged {
     pub rows: Vec<ScaleRow>,
 }
 
+/// `bench scale` as a [`Shardable`] kind: its items are the sizes, its rows [`ScaleRow`]s.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scale;
+
+impl Shardable for Scale {
+    const NAME: &'static str = "scale";
+    type Config = ScaleShardConfig;
+    type Row = ScaleRow;
+    type Unsharded = ScaleMerged;
+
+    /// The items must be the configuration's sizes.
+    fn check(file: &Path, f: &ShardFile<Self>) -> Result<(), MergeError> {
+        if f.items == size_items(&f.config.sizes) {
+            return Ok(());
+        }
+        Err(MergeError::Rows {
+            file: file.to_path_buf(),
+            reason: format!(
+                "its items {:?} are not its sizes {:?}",
+                f.items, f.config.sizes
+            ),
+        })
+    }
+
+    fn unsharded(merged: Merged<Self>) -> ScaleMerged {
+        ScaleMerged {
+            config: merged.config,
+            rows: merged.rows,
+        }
+    }
+}
+
 /// The sizes as a shard file's items.
-#[cfg(feature = "serde")]
 fn size_items(sizes: &[usize]) -> Vec<String> {
     sizes.iter().map(ToString::to_string).collect()
 }
 
 /// The shard file of `shard` of the run `config` (every size of the unsharded run), whose
 /// rows over the shard's sizes are `rows`. Each row's peak memory is its shard process's.
-#[cfg(feature = "serde")]
 pub fn shard_file(
     config: ScaleShardConfig,
-    shard: super::shard::Shard,
+    shard: Shard,
     rows: Vec<ScaleRow>,
-) -> Result<super::shard::ShardFile<ScaleShardConfig, ScaleRow>, BenchError> {
+) -> Result<ShardFile<Scale>, BenchError> {
     let items = size_items(&config.sizes);
-    super::shard::ShardFile::new(super::shard::BenchKind::Scale, shard, config, items, rows)
-}
-
-/// Merges the shard files of one run (see [`super::shard::merge`]); the items must be the
-/// configuration's sizes.
-#[cfg(feature = "serde")]
-pub fn merge(
-    files: Vec<(PathBuf, super::shard::ShardFile<ScaleShardConfig, ScaleRow>)>,
-) -> Result<ScaleMerged, super::shard::MergeError> {
-    if let Some((file, f)) = files
-        .iter()
-        .find(|(_, f)| f.items != size_items(&f.config.sizes))
-    {
-        return Err(super::shard::MergeError::Rows {
-            file: file.clone(),
-            reason: format!(
-                "its items {:?} are not its sizes {:?}",
-                f.items, f.config.sizes
-            ),
-        });
-    }
-    let merged = super::shard::merge(super::shard::BenchKind::Scale, files)?;
-    Ok(ScaleMerged {
-        config: merged.config,
-        rows: merged.rows,
-    })
+    ShardFile::new(shard, config, items, rows)
 }
 
 /// Runs the bench: every size of `config`, windows solved by `solver`, reporting one item per
@@ -420,7 +387,7 @@ fn run_size(config: &ScaleConfig, driver: &OddEven, size: usize) -> Result<Scale
         heuristic_time_s: plain.elapsed.as_secs_f64(),
         heuristic_gap_pct: pct_above(heuristic_makespan, bound),
         peak_rss_mb: peak_rss_mb(),
-        round_reports: report.rounds.iter().map(ScaleRound::from).collect(),
+        round_reports: report.rounds.iter().map(RoundSummary::from).collect(),
     })
 }
 
@@ -450,7 +417,7 @@ fn peak_rss_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
-#[cfg(all(test, feature = "serde"))]
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -470,7 +437,7 @@ mod tests {
             heuristic_time_s: 0.5,
             heuristic_gap_pct: 20.0,
             peak_rss_mb: None,
-            round_reports: vec![ScaleRound {
+            round_reports: vec![RoundSummary {
                 round: 1,
                 makespan: 11,
                 lower_bound: 10,

@@ -1,7 +1,9 @@
 //! Sharded bench runs: a deterministic split of a bench's item list ([`Shard`]), the file
-//! each shard writes ([`ShardFile`]), and the merge that rebuilds the unsharded run's rows
-//! from the files ([`merge`]; with the `serde` feature, `read` reads and merges the files of
-//! any bench).
+//! each shard writes ([`ShardFile`]), and the merge that rebuilds the unsharded run from the
+//! files ([`merge`]; [`ShardTexts`] reads the files of any bench and names it first). Each
+//! bench that shards is a [`Shardable`] kind, implemented in the bench's own module: this
+//! module knows no kind, and a caller (the command line's `bench merge`) lists the kinds it
+//! dispatches to.
 //!
 //! A bench orders its items (PSPLIB instances in natural name order, graphs in run order,
 //! sizes as given); shard `I/N` takes the items at positions `k` with `k mod N = I`. The
@@ -20,10 +22,14 @@
 //! binary enables).
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use serde::de::{self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 use thiserror::Error;
+
+use crate::BenchError;
 
 /// One part of a split in `count` parts: the items at positions `k` with
 /// `k mod count = index`.
@@ -126,76 +132,73 @@ impl FromStr for Shard {
     }
 }
 
-impl serde::Serialize for Shard {
+impl Serialize for Shard {
     /// As its `I/N` text.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_str(self)
     }
 }
 
-impl<'de> serde::Deserialize<'de> for Shard {
+impl<'de> Deserialize<'de> for Shard {
     /// From its `I/N` text, validated.
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        text.parse().map_err(serde::de::Error::custom)
+        text.parse().map_err(de::Error::custom)
     }
 }
 
-/// Which bench a shard file comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum BenchKind {
-    /// [`super::psplib`].
-    Psplib,
-    /// [`super::graphs`].
-    Graphs,
-    /// [`super::scale`].
-    Scale,
-}
+/// A bench whose runs split into shards (`--shard I/N --json`) and merge back into the
+/// unsharded run (`bench merge`): what differs between benches. The split ([`Shard`]), the
+/// file's layout ([`ShardFile`]) and the checks that files belong together ([`merge`]) are
+/// the same for every kind. A kind is a marker type, implemented in its bench's module.
+pub trait Shardable: Sized {
+    /// The bench's command name, the `bench` key of its shard files (`psplib`).
+    const NAME: &'static str;
+    /// Every setting that decides the rows or the summary: every shard's must be equal.
+    type Config: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned;
+    /// The row of one item.
+    type Row: Clone + fmt::Debug + PartialEq + Serialize + DeserializeOwned;
+    /// The unsharded run that [`merge`] rebuilds from the rows.
+    type Unsharded;
 
-impl BenchKind {
-    /// `psplib`, `graphs` or `scale`: the bench's command name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BenchKind::Psplib => "psplib",
-            BenchKind::Graphs => "graphs",
-            BenchKind::Scale => "scale",
-        }
+    /// Checks what only this kind knows about one file (that a row is of the item at its
+    /// position, say), before [`merge`]'s own checks: an error names the file. None by
+    /// default.
+    fn check(file: &Path, f: &ShardFile<Self>) -> Result<(), MergeError> {
+        let _ = (file, f);
+        Ok(())
     }
-}
 
-impl fmt::Display for BenchKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+    /// The unsharded run from every row in the unsharded order (its summary computed from
+    /// them in that order).
+    fn unsharded(merged: Merged<Self>) -> Self::Unsharded;
 }
 
 /// The version of [`ShardFile`]'s layout that this build writes and reads.
 pub const FORMAT: u32 = 1;
 
-/// What one shard of a bench writes: enough to check that shards belong together and to
-/// rebuild the unsharded rows. `C` is the bench's configuration (every setting that decides
-/// the rows or the summary), `R` its row.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct ShardFile<C, R> {
+/// What one shard of a bench of kind `K` writes: enough to check that shards belong together
+/// and to rebuild the unsharded rows.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(bound = "")]
+pub struct ShardFile<K: Shardable> {
     /// [`FORMAT`].
     pub format: u32,
-    /// The bench.
-    pub bench: BenchKind,
+    /// The bench ([`Shardable::NAME`]).
+    pub bench: String,
     /// Which shard, of how many.
     pub shard: Shard,
     /// The run's configuration; every shard's must be equal.
-    pub config: C,
+    pub config: K::Config,
     /// The whole item list of the unsharded run, in its order (instance names, graph names,
     /// sizes).
     pub items: Vec<String>,
     /// This shard's rows, with their positions in `items`, in order.
-    pub rows: Vec<ShardRow<R>>,
+    pub rows: Vec<ShardRow<K::Row>>,
 }
 
 /// A row of a [`ShardFile`] with its position in the whole item list.
-#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ShardRow<R> {
     /// The position of the row's item in [`ShardFile::items`].
     pub index: usize,
@@ -203,19 +206,18 @@ pub struct ShardRow<R> {
     pub row: R,
 }
 
-impl<C, R> ShardFile<C, R> {
+impl<K: Shardable> ShardFile<K> {
     /// The file of `shard` of a run over `items` whose rows, one per item of the shard in
     /// order, are `rows`: an error when their number is not the shard's.
     pub fn new(
-        bench: BenchKind,
         shard: Shard,
-        config: C,
+        config: K::Config,
         items: Vec<String>,
-        rows: Vec<R>,
-    ) -> Result<Self, super::BenchError> {
+        rows: Vec<K::Row>,
+    ) -> Result<Self, BenchError> {
         let positions: Vec<usize> = shard.positions(items.len()).collect();
         if positions.len() != rows.len() {
-            return Err(super::BenchError::InvalidConfig {
+            return Err(BenchError::InvalidConfig {
                 reason: format!(
                     "shard {shard} of {} items holds {} of them, but {} rows were given",
                     items.len(),
@@ -226,7 +228,7 @@ impl<C, R> ShardFile<C, R> {
         }
         Ok(Self {
             format: FORMAT,
-            bench,
+            bench: K::NAME.to_owned(),
             shard,
             config,
             items,
@@ -285,11 +287,11 @@ pub enum MergeError {
         /// The file.
         file: PathBuf,
         /// Its bench.
-        found: BenchKind,
+        found: String,
         /// The first file.
         first: PathBuf,
         /// The first file's bench.
-        expected: BenchKind,
+        expected: String,
     },
     /// Files of different configurations (solver, limits, instance selection, ...).
     #[error(
@@ -367,28 +369,34 @@ pub enum MergeError {
     },
 }
 
-/// The unsharded run rebuilt by [`merge`].
+/// The rows of every shard of one run, joined in the unsharded order by [`merge`], which
+/// hands them to [`Shardable::unsharded`].
 #[derive(Clone, Debug, PartialEq)]
-pub struct Merged<C, R> {
+pub struct Merged<K: Shardable> {
     /// The configuration every shard shares.
-    pub config: C,
+    pub config: K::Config,
     /// The whole item list.
     pub items: Vec<String>,
     /// One row per item, in the unsharded order.
-    pub rows: Vec<R>,
+    pub rows: Vec<K::Row>,
 }
 
-/// Merges the shard files of one `bench` run, each with the path it came from (for errors):
-/// every file must be a `bench` shard of [`FORMAT`] with the first file's configuration,
-/// shard count and item list; every shard of the split must come exactly once; each file's
-/// rows must be its shard's items, in order. Cost: O(files x (items + config) + rows).
-pub fn merge<C, R>(
-    bench: BenchKind,
-    files: Vec<(PathBuf, ShardFile<C, R>)>,
-) -> Result<Merged<C, R>, MergeError>
-where
-    C: PartialEq + serde::Serialize,
-{
+/// Merges the shard files of one run of bench `K`, each with the path it came from (for
+/// errors): every file must pass [`Shardable::check`], then be a `K` shard of [`FORMAT`]
+/// with the first file's configuration, shard count and item list; every shard of the split
+/// must come exactly once; each file's rows must be its shard's items, in order. Cost:
+/// O(files x (items + config) + rows), plus the kind's checks.
+pub fn merge<K: Shardable>(
+    files: Vec<(PathBuf, ShardFile<K>)>,
+) -> Result<K::Unsharded, MergeError> {
+    for (file, f) in &files {
+        K::check(file, f)?;
+    }
+    join(files).map(K::unsharded)
+}
+
+/// [`merge`] past the kind's checks.
+fn join<K: Shardable>(files: Vec<(PathBuf, ShardFile<K>)>) -> Result<Merged<K>, MergeError> {
     let Some((first, head)) = files.first() else {
         return Err(MergeError::NoFiles);
     };
@@ -402,12 +410,12 @@ where
                 found: f.format,
             });
         }
-        if f.bench != bench {
+        if f.bench != K::NAME {
             return Err(MergeError::BenchDiffers {
                 file: here(),
-                found: f.bench,
+                found: f.bench.clone(),
                 first: first.clone(),
-                expected: bench,
+                expected: K::NAME.to_owned(),
             });
         }
         if f.config != head.config {
@@ -450,7 +458,8 @@ where
     let mut files = files;
     let (_, head) = files.swap_remove(0);
     let (config, items) = (head.config, head.items);
-    let mut slots: Vec<Option<R>> = std::iter::repeat_with(|| None).take(items.len()).collect();
+    let mut slots: Vec<Option<K::Row>> =
+        std::iter::repeat_with(|| None).take(items.len()).collect();
     for r in head
         .rows
         .into_iter()
@@ -469,91 +478,154 @@ where
     })
 }
 
-/// A merged run of one of the benches ([`read`]).
-#[cfg(feature = "serde")]
-#[derive(Clone, Debug, PartialEq)]
-#[non_exhaustive]
-pub enum MergedBench {
-    /// `bench psplib`.
-    Psplib(super::psplib::PsplibMerged),
-    /// `bench graphs`, whose configuration is the caller's ([`super::graphs::GraphsBench::shard_file`]).
-    Graphs(super::graphs::GraphsMerged<serde_json::Value>),
-    /// `bench scale`.
-    Scale(super::scale::ScaleMerged),
+/// The shard files of one run as read from disk: each file's text, every file checked to be
+/// a shard file of [`FORMAT`] of one and the same bench, which [`ShardTexts::bench`] names so
+/// that a caller can pick the kind to [`ShardTexts::merge`] them as.
+#[derive(Clone, Debug)]
+pub struct ShardTexts {
+    bench: String,
+    texts: Vec<(PathBuf, String)>,
+}
+
+impl ShardTexts {
+    /// Reads the shard files at `paths` (JSON, as a bench's `--shard I/N --json` prints them)
+    /// and their `format` and `bench` keys, which must name one of `known` (the kinds the
+    /// caller merges, by [`Shardable::NAME`]). Every error names its file. Cost: reading every
+    /// file and scanning its keys.
+    pub fn read(paths: &[PathBuf], known: &'static [&'static str]) -> Result<Self, MergeError> {
+        let mut texts = Vec::with_capacity(paths.len());
+        let mut bench: Option<(&PathBuf, String)> = None;
+        for path in paths {
+            let text = std::fs::read_to_string(path).map_err(|source| MergeError::Read {
+                file: path.clone(),
+                source,
+            })?;
+            let header = HeaderSeed(known)
+                .deserialize(&mut serde_json::Deserializer::from_str(&text))
+                .map_err(|source| MergeError::Malformed {
+                    file: path.clone(),
+                    source,
+                })?;
+            if header.format != FORMAT {
+                return Err(MergeError::Format {
+                    file: path.clone(),
+                    found: header.format,
+                });
+            }
+            let (first, expected) = bench.get_or_insert((&paths[0], header.bench.clone()));
+            if header.bench != *expected {
+                return Err(MergeError::BenchDiffers {
+                    file: path.clone(),
+                    found: header.bench,
+                    first: (*first).clone(),
+                    expected: expected.clone(),
+                });
+            }
+            texts.push((path.clone(), text));
+        }
+        match bench {
+            None => Err(MergeError::NoFiles),
+            Some((_, bench)) => Ok(Self { bench, texts }),
+        }
+    }
+
+    /// The bench every file names ([`Shardable::NAME`]).
+    pub fn bench(&self) -> &str {
+        &self.bench
+    }
+
+    /// Parses every file as a shard file of `K` and merges them (see [`merge`]).
+    pub fn merge<K: Shardable>(&self) -> Result<K::Unsharded, MergeError> {
+        let files = self
+            .texts
+            .iter()
+            .map(|(path, text)| {
+                serde_json::from_str(text)
+                    .map(|f| (path.clone(), f))
+                    .map_err(|source| MergeError::Malformed {
+                        file: path.clone(),
+                        source,
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        merge::<K>(files)
+    }
 }
 
 /// The keys every shard file starts with: read first, so that a file of another bench or
 /// format is named as such rather than as malformed.
-#[cfg(feature = "serde")]
-#[derive(serde::Deserialize)]
 struct Header {
     format: u32,
-    bench: BenchKind,
+    bench: String,
 }
 
-/// Reads the shard files at `paths` (JSON, as a bench's `--shard I/N --json` prints them),
-/// and merges them (see [`merge`]) into the unsharded run of the bench the first file names.
-/// Every error names its file. Cost: reading and parsing every file, then [`merge`].
-#[cfg(feature = "serde")]
-pub fn read(paths: &[PathBuf]) -> Result<MergedBench, MergeError> {
-    let mut texts = Vec::with_capacity(paths.len());
-    let mut bench = None;
-    for path in paths {
-        let text = std::fs::read_to_string(path).map_err(|source| MergeError::Read {
-            file: path.clone(),
-            source,
-        })?;
-        let header: Header =
-            serde_json::from_str(&text).map_err(|source| MergeError::Malformed {
-                file: path.clone(),
-                source,
-            })?;
-        if header.format != FORMAT {
-            return Err(MergeError::Format {
-                file: path.clone(),
-                found: header.format,
-            });
-        }
-        let (first, expected) = *bench.get_or_insert((&paths[0], header.bench));
-        if header.bench != expected {
-            return Err(MergeError::BenchDiffers {
-                file: path.clone(),
-                found: header.bench,
-                first: first.clone(),
-                expected,
-            });
-        }
-        texts.push((path, text));
+/// Reads a [`Header`] whose `bench` is one of the names it holds (otherwise an unknown
+/// variant, as an enum of the names would say, at the name's place in the text).
+struct HeaderSeed(&'static [&'static str]);
+
+impl<'de> DeserializeSeed<'de> for HeaderSeed {
+    type Value = Header;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Header, D::Error> {
+        d.deserialize_struct("Header", &["format", "bench"], self)
     }
-    fn parse<T: serde::de::DeserializeOwned>(
-        texts: &[(&PathBuf, String)],
-    ) -> Result<Vec<(PathBuf, T)>, MergeError> {
-        texts
-            .iter()
-            .map(|(path, text)| {
-                serde_json::from_str(text)
-                    .map(|f| ((*path).clone(), f))
-                    .map_err(|source| MergeError::Malformed {
-                        file: (*path).clone(),
-                        source,
-                    })
-            })
-            .collect()
+}
+
+impl<'de> Visitor<'de> for HeaderSeed {
+    type Value = Header;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("struct Header")
     }
-    match bench {
-        None => Err(MergeError::NoFiles),
-        Some((_, BenchKind::Psplib)) => {
-            super::psplib::merge(parse(&texts)?).map(MergedBench::Psplib)
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Header, A::Error> {
+        let (mut format, mut bench) = (None, None);
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "format" if format.is_none() => format = Some(map.next_value()?),
+                "bench" if bench.is_none() => bench = Some(map.next_value_seed(Known(self.0))?),
+                "format" => return Err(de::Error::duplicate_field("format")),
+                "bench" => return Err(de::Error::duplicate_field("bench")),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
         }
-        Some((_, BenchKind::Graphs)) => {
-            super::graphs::merge(parse(&texts)?).map(MergedBench::Graphs)
+        Ok(Header {
+            format: format.ok_or_else(|| de::Error::missing_field("format"))?,
+            bench: bench.ok_or_else(|| de::Error::missing_field("bench"))?,
+        })
+    }
+}
+
+/// A name that must be one of those it holds.
+struct Known(&'static [&'static str]);
+
+impl<'de> DeserializeSeed<'de> for Known {
+    type Value = String;
+
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for Known {
+    type Value = String;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("variant identifier")
+    }
+
+    fn visit_str<E: de::Error>(self, name: &str) -> Result<String, E> {
+        match self.0.contains(&name) {
+            true => Ok(name.to_owned()),
+            false => Err(E::unknown_variant(name, self.0)),
         }
-        Some((_, BenchKind::Scale)) => super::scale::merge(parse(&texts)?).map(MergedBench::Scale),
     }
 }
 
 /// Whether `f`'s rows are exactly its shard's positions of its items, in order.
-fn check_rows<C, R>(file: &std::path::Path, f: &ShardFile<C, R>) -> Result<(), MergeError> {
+fn check_rows<K: Shardable>(file: &Path, f: &ShardFile<K>) -> Result<(), MergeError> {
     let expected: Vec<usize> = f.shard.positions(f.items.len()).collect();
     let found: Vec<usize> = f.rows.iter().map(|r| r.index).collect();
     if found == expected {
@@ -582,7 +654,7 @@ fn check_rows<C, R>(file: &std::path::Path, f: &ShardFile<C, R>) -> Result<(), M
 }
 
 /// The first setting in which `a` differs from `b` (as their JSON), with both values.
-fn difference<C: serde::Serialize>(a: &C, b: &C) -> String {
+fn difference<C: Serialize>(a: &C, b: &C) -> String {
     fn walk(a: &serde_json::Value, b: &serde_json::Value, path: &str) -> Option<String> {
         use serde_json::Value;
         match (a, b) {
@@ -666,7 +738,22 @@ mod tests {
         assert_eq!(Shard::WHOLE.pick(&["a", "b"]), vec!["a", "b"]);
     }
 
-    type File = ShardFile<serde_json::Value, u32>;
+    /// A kind whose rows are numbers, named as `bench psplib`.
+    #[derive(Clone, Debug, PartialEq)]
+    struct Numbers;
+
+    impl Shardable for Numbers {
+        const NAME: &'static str = "psplib";
+        type Config = serde_json::Value;
+        type Row = u32;
+        type Unsharded = Merged<Numbers>;
+
+        fn unsharded(merged: Merged<Numbers>) -> Merged<Numbers> {
+            merged
+        }
+    }
+
+    type File = ShardFile<Numbers>;
 
     /// The shard files of a run over `n` items split in `count`, whose row of item `k` is
     /// `10 * k`.
@@ -677,7 +764,7 @@ mod tests {
                 let shard = Shard::new(i, count).unwrap();
                 let rows = shard.positions(n).map(|k| 10 * k as u32).collect();
                 let config = serde_json::json!({"solver": "sgs", "limits": {"time_s": 1.0}});
-                let f = File::new(BenchKind::Psplib, shard, config, items.clone(), rows).unwrap();
+                let f = File::new(shard, config, items.clone(), rows).unwrap();
                 (PathBuf::from(format!("s{i}.json")), f)
             })
             .collect()
@@ -687,17 +774,17 @@ mod tests {
     fn merge_puts_rows_back_in_the_unsharded_order() {
         let mut fs = files(11, 4);
         fs.reverse();
-        let m = merge(BenchKind::Psplib, fs).unwrap();
+        let m = merge(fs).unwrap();
         assert_eq!(m.rows, (0..11).map(|k| 10 * k).collect::<Vec<u32>>());
         assert_eq!(m.items.len(), 11);
         // More shards than items: the empty shards still have to come.
-        let m = merge(BenchKind::Psplib, files(2, 3)).unwrap();
+        let m = merge(files(2, 3)).unwrap();
         assert_eq!(m.rows, vec![0, 10]);
     }
 
     #[test]
     fn merge_refuses_files_that_do_not_belong_together() {
-        let err = |fs: Vec<(PathBuf, File)>| merge(BenchKind::Psplib, fs).unwrap_err().to_string();
+        let err = |fs: Vec<(PathBuf, File)>| merge(fs).unwrap_err().to_string();
         assert_eq!(err(Vec::new()), "no shard file to merge");
 
         let mut fs = files(11, 4);
@@ -718,7 +805,7 @@ mod tests {
         );
 
         let mut fs = files(11, 4);
-        fs[1].1.bench = BenchKind::Scale;
+        fs[1].1.bench = "scale".into();
         assert_eq!(
             err(fs),
             "s1.json: a `bench scale` shard, but s0.json is a `bench psplib` shard"
@@ -764,11 +851,11 @@ mod tests {
     fn a_file_refuses_rows_that_are_not_its_shards() {
         let shard = Shard::new(0, 2).unwrap();
         let items = vec!["a".to_string(), "b".into(), "c".into()];
-        assert!(File::new(BenchKind::Scale, shard, ().into(), items.clone(), vec![1]).is_err());
-        let f = File::new(BenchKind::Scale, shard, ().into(), items, vec![1, 2]).unwrap();
+        assert!(File::new(shard, ().into(), items.clone(), vec![1]).is_err());
+        let f = File::new(shard, ().into(), items, vec![1, 2]).unwrap();
         let json = serde_json::to_string(&f).unwrap();
         assert!(
-            json.starts_with(r#"{"format":1,"bench":"scale","shard":"0/2","#),
+            json.starts_with(r#"{"format":1,"bench":"psplib","shard":"0/2","#),
             "{json}"
         );
         assert_eq!(serde_json::from_str::<File>(&json).unwrap(), f);

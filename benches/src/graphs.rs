@@ -16,17 +16,17 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::shard::Shard;
-use super::BenchError;
+use crate::shard::Shard;
+use crate::BenchError;
 
 mod json;
 mod shards;
 mod table;
-use crate::pipeline::{Pipeline, Report};
-use crate::progress::Progress;
-use crate::schedule::{ModuleSchedule, Optimized};
-use crate::summary::{gain_pct, Comparison, DecompositionSummary};
-pub use shards::{merge, GraphsMerged, GraphsShardRow};
+use concerto_pipeline::pipeline::{Pipeline, Report};
+use concerto_pipeline::progress::Progress;
+use concerto_pipeline::schedule::{ModuleSchedule, Optimized};
+use concerto_pipeline::summary::{gain_pct, Comparison, DecompositionSummary};
+pub use shards::{Graphs, GraphsMerged, GraphsShardRow};
 pub use table::GraphsTable;
 
 /// A benchmark configuration: a model under a parallel plan.
@@ -183,7 +183,7 @@ impl Source<'_> {
 /// configuration, those whose name contains `only` (all when `None`), telling `progress` after
 /// each.
 ///
-/// [`Scheduler::Xla`]: crate::Scheduler::Xla
+/// [`Scheduler::Xla`]: concerto_pipeline::Scheduler::Xla
 pub fn run(
     pipeline: &Pipeline,
     only: Option<&str>,
@@ -194,7 +194,7 @@ pub fn run(
 }
 
 /// [`run`] on the graphs of `shard` only: of the graphs [`run`] would run, in its order, those
-/// at positions `k` with `k mod N = I` ([`super::shard`]).
+/// at positions `k` with `k mod N = I` ([`crate::shard`]).
 pub fn run_shard(
     pipeline: &Pipeline,
     only: Option<&str>,
@@ -265,7 +265,7 @@ fn run_one(
     source: &Source<'_>,
 ) -> Result<GraphsRow, BenchError> {
     let name = source.name().to_owned();
-    let failed = |source: crate::PipelineError| BenchError::Pipeline {
+    let failed = |source: concerto_pipeline::PipelineError| BenchError::Pipeline {
         config: name.clone(),
         source: Box::new(source),
     };
@@ -290,7 +290,7 @@ fn run_one(
     let report = own
         .as_ref()
         .unwrap_or(pipeline)
-        .run(graph, &crate::progress::Silent)
+        .run(graph, &concerto_pipeline::progress::Silent)
         .map_err(failed)?;
     let s = &report.schedule;
     let timelines: Vec<_> = s
@@ -310,7 +310,7 @@ fn run_one(
     let opt = s.concerto().makespan_ns();
     // Under a budget, the independent checker on concerto's plan, and baselines count
     // only when within the budget.
-    let fits = |x: &crate::Scheduled| {
+    let fits = |x: &concerto_pipeline::Scheduled| {
         s.memory_budget_bytes
             .is_none_or(|b| x.peak_memory_bytes <= b)
     };
@@ -321,7 +321,7 @@ fn run_one(
     let baselines = || {
         s.results
             .iter()
-            .filter(|x| x.scheduler != crate::Scheduler::Concerto && fits(x))
+            .filter(|x| x.scheduler != concerto_pipeline::Scheduler::Concerto && fits(x))
     };
     let is_worse = baselines().any(|x| opt > x.makespan_ns());
     let best_fitting = baselines().map(|x| x.makespan_ns()).min();
@@ -379,8 +379,8 @@ impl MemorySummary {
     /// The summary of a budgeted S step `s` and the unbounded one `free` of the same graph.
     pub fn of(s: &Optimized, free: &Optimized) -> Option<MemorySummary> {
         let budget = s.memory_budget_bytes?;
-        let program = s.get(crate::Scheduler::ProgramOrder)?;
-        let lhs = s.get(crate::Scheduler::Lhs)?;
+        let program = s.get(concerto_pipeline::Scheduler::ProgramOrder)?;
+        let lhs = s.get(concerto_pipeline::Scheduler::Lhs)?;
         let (p, u, c) = (
             program.makespan_ns() as f64,
             free.concerto().makespan_ns() as f64,

@@ -13,7 +13,7 @@
 //!    Concerto's splits only, with collective-matmul rings only, and with both.
 //!
 //! Every makespan is simulated from a plan of the [`Pipeline`], whose rewrites are kept by
-//! [`crate::policy::keep`]. Cost: one pipeline run per row (three S+AD runs per families row).
+//! [`concerto_pipeline::policy::keep`]. Cost: one pipeline run per row (three S+AD runs per families row).
 
 use std::fmt;
 use std::time::Instant;
@@ -22,12 +22,12 @@ use concerto_graph::{DType, Graph, Hardware};
 use concerto_models::{GptConfig, Model, Parallel, Zero};
 use serde::Serialize;
 
-use super::BenchError;
-use crate::pipeline::{Decompose, Families, Pipeline};
-use crate::progress::Progress;
-use crate::schedule::{Optimized, Scheduler};
-use crate::summary::{count_labels, DecompositionSummary};
-use crate::table::Table;
+use crate::BenchError;
+use concerto_pipeline::pipeline::{Decompose, Families, Pipeline};
+use concerto_pipeline::progress::Progress;
+use concerto_pipeline::schedule::{Optimized, Scheduler};
+use concerto_pipeline::summary::{count_labels, DecompositionSummary};
+use concerto_pipeline::table::Table;
 
 /// A GPT plan of the ablation.
 #[derive(Clone, Debug)]
@@ -226,7 +226,7 @@ fn configured(
     decompose: Decompose,
     families: Option<Families>,
     fuse: bool,
-) -> Result<Pipeline, crate::PipelineError> {
+) -> Result<Pipeline, concerto_pipeline::PipelineError> {
     let mut p = base.clone();
     p.config.hardware = Hardware::by_name(s.hardware)?
         .with_gpus_per_node(s.parallel.gpus_per_node)?
@@ -345,7 +345,7 @@ fn ablation_row(
     one(s, |g| {
         let began = Instant::now();
         let p = configured(base, s, decompose, None, false)?;
-        let r = p.run(g, &crate::progress::Silent)?;
+        let r = p.run(g, &concerto_pipeline::progress::Silent)?;
         let d = r.decomposed.as_ref().expect("decomposition is on");
         let (base_ns, opt) = (baseline_ns(&r.schedule), r.s_ns());
         Ok((
@@ -372,7 +372,7 @@ fn fusion_row(base: &Pipeline, s: &Setting) -> Result<(bool, FusionRow), BenchEr
     one(s, |g| {
         let began = Instant::now();
         let p = configured(base, s, Decompose::Off, None, true)?;
-        let r = p.run(g, &crate::progress::Silent)?;
+        let r = p.run(g, &concerto_pipeline::progress::Silent)?;
         let f = r.fusion.as_ref().expect("fusion is on");
         let s_row = r.schedule.concerto();
         let peak = if f.kept {
@@ -439,9 +439,9 @@ fn families_row(
 /// Builds `s`'s graph and runs `f` on it, naming the setting in any error.
 fn one<T>(
     s: &Setting,
-    f: impl FnOnce(&Graph) -> Result<T, crate::PipelineError>,
+    f: impl FnOnce(&Graph) -> Result<T, concerto_pipeline::PipelineError>,
 ) -> Result<T, BenchError> {
-    let failed = |source: crate::PipelineError| BenchError::Pipeline {
+    let failed = |source: concerto_pipeline::PipelineError| BenchError::Pipeline {
         config: s.name.to_string(),
         source: Box::new(source),
     };
@@ -523,7 +523,7 @@ fn fusion_table(fusion: &[FusionRow]) -> String {
         "peak_GiB",
         "time_s",
     ]);
-    let gib = |b: u64| format!("{:.2}", crate::table::gib(b));
+    let gib = |b: u64| format!("{:.2}", concerto_pipeline::table::gib(b));
     for r in fusion {
         t.row(vec![
             r.config.clone(),

@@ -23,13 +23,12 @@ use std::sync::Mutex;
 use concerto_rcpsp::io::psplib::{read_reference as read_reference_rows, Reference};
 use concerto_rcpsp::{bounds, check, read_problem, Limits, Solver, Status};
 
-use super::{pct_above, BenchError};
-use crate::progress::Progress;
+use crate::shard::Shard;
+use crate::{pct_above, BenchError};
+use concerto_pipeline::progress::Progress;
 
 mod shards;
-#[cfg(feature = "serde")]
-pub use shards::{merge, shard_file, PsplibMerged};
-pub use shards::{PsplibShardConfig, WindowSettings};
+pub use shards::{shard_file, Psplib, PsplibMerged, PsplibShardConfig, WindowSettings};
 
 /// What to solve, against which reference, under which limits.
 #[derive(Clone, Debug)]
@@ -60,9 +59,8 @@ impl PsplibConfig {
 }
 
 /// Something about one instance's result that is wrong or could not be established.
-#[derive(Clone, Debug, PartialEq, Eq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
-#[cfg_attr(feature = "serde", serde(rename_all = "snake_case", tag = "kind"))]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case", tag = "kind")]
 #[non_exhaustive]
 pub enum Finding {
     /// The instance file could not be read (the row's status is `error`).
@@ -169,8 +167,7 @@ impl fmt::Display for Finding {
 }
 
 /// The result on one instance.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PsplibRow {
     /// The instance name (the file stem, `j301_1`).
     pub instance: String,
@@ -229,8 +226,7 @@ impl PsplibRow {
 }
 
 /// The bench over every instance.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PsplibSummary {
     /// Instances run.
     pub instances: usize,
@@ -292,8 +288,7 @@ impl PsplibSummary {
 }
 
 /// What [`run`] returns.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PsplibReport {
     /// One row per instance, in the configuration's order.
     pub rows: Vec<PsplibRow>,
@@ -309,8 +304,7 @@ impl PsplibReport {
 }
 
 /// What `bench psplib --json` prints about the run, before the summary's keys.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PsplibRun {
     /// The solver's name as asked for.
     pub solver: String,
@@ -319,10 +313,7 @@ pub struct PsplibRun {
     /// The time limit of each solve, in seconds, as given.
     pub time_limit_s: Option<f64>,
     /// The work limit of each solve (absent from the JSON when not set).
-    #[cfg_attr(
-        feature = "serde",
-        serde(default, skip_serializing_if = "Option::is_none")
-    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub work_limit: Option<u64>,
     /// The seed of every solve.
     pub seed: u64,
@@ -333,7 +324,6 @@ pub struct PsplibRun {
 }
 
 /// The JSON object of `bench psplib --json`: the run's settings, then the summary's keys.
-#[cfg(feature = "serde")]
 #[derive(Clone, Copy, Debug, serde::Serialize)]
 pub struct PsplibJson<'a> {
     /// The run.
@@ -348,7 +338,7 @@ impl PsplibSummary {
     /// The one-row table of `bench psplib`, `solver` named in its first column.
     pub fn table(&self, solver: &str) -> String {
         let f = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.2}"));
-        let mut t = crate::table::Table::new(&[
+        let mut t = concerto_pipeline::table::Table::new(&[
             "solver",
             "instances",
             "checked",
@@ -482,12 +472,12 @@ pub fn run(
 }
 
 /// [`run`] on the instances of `shard` only: of `config.instances` (the unsharded run's, in
-/// its order), those at positions `k` with `k mod N = I` ([`super::shard`]). A shard without
+/// its order), those at positions `k` with `k mod N = I` ([`crate::shard`]). A shard without
 /// instances of a split in several (more shards than instances) is an empty report, not an
 /// error, so that every shard of a split has its file to merge.
 pub fn run_shard(
     config: &PsplibConfig,
-    shard: super::shard::Shard,
+    shard: Shard,
     solver: &dyn Solver,
     progress: &dyn Progress,
 ) -> Result<PsplibReport, BenchError> {

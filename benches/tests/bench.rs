@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use concerto_pipeline::bench::psplib::{self, Finding, PsplibConfig};
-use concerto_pipeline::bench::scale::{self, ScaleConfig};
-use concerto_pipeline::bench::BenchError;
+use concerto_benches::psplib::{self, Finding, PsplibConfig};
+use concerto_benches::scale::{self, ScaleConfig};
+use concerto_benches::BenchError;
 use concerto_pipeline::{Progress, Silent};
 use concerto_rcpsp::io::psplib::Reference;
 use concerto_rcpsp::{Heuristic, Limits};

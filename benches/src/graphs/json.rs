@@ -11,8 +11,8 @@ use concerto_decomp::{Axis, Family};
 use serde::{Deserialize, Deserializer};
 
 use super::{GraphsRowSummary, MemorySummary};
-use crate::schedule::{Origin, Scheduler};
-use crate::summary::{Comparison, DecompositionSummary};
+use concerto_pipeline::schedule::Origin;
+use concerto_pipeline::summary::{Comparison, DecompositionSummary};
 
 /// Every key of a [`GraphsRowSummary`]'s JSON.
 #[derive(Deserialize)]
@@ -69,38 +69,6 @@ struct Decomp {
     context_size: usize,
 }
 
-/// Every [`Origin`] (a new scheduler or origin fails to compile in the matches below).
-fn origins() -> Vec<Origin> {
-    let schedulers = [
-        Scheduler::ProgramOrder,
-        Scheduler::Xla,
-        Scheduler::Lhs,
-        Scheduler::Inductor,
-        Scheduler::List,
-        Scheduler::Concerto,
-    ];
-    for s in schedulers {
-        match s {
-            Scheduler::ProgramOrder
-            | Scheduler::Xla
-            | Scheduler::Lhs
-            | Scheduler::Inductor
-            | Scheduler::List
-            | Scheduler::Concerto => {}
-        }
-    }
-    let all: Vec<Origin> = [Origin::Solver, Origin::Hint]
-        .into_iter()
-        .chain(schedulers.map(Origin::Baseline))
-        .collect();
-    for o in &all {
-        match o {
-            Origin::Solver | Origin::Hint | Origin::Baseline(_) => {}
-        }
-    }
-    all
-}
-
 /// The variant of `known` named `name` by `as_str`, or an error listing the names.
 fn named<T: Copy, E: serde::de::Error>(
     what: &str,
@@ -155,7 +123,7 @@ impl<'de> Deserialize<'de> for GraphsRowSummary {
     /// From the JSON a [`GraphsRowSummary`] serialises to (every key known, none unknown).
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let r = Row::deserialize(d)?;
-        let origin = named("plan origin", &r.origin, &origins(), Origin::as_str)?.as_str();
+        let origin = named("plan origin", &r.origin, &Origin::all(), Origin::as_str)?.as_str();
         Ok(GraphsRowSummary {
             config: r.config,
             comparison: Comparison {
@@ -207,6 +175,7 @@ impl<'de> Deserialize<'de> for GraphsRowSummary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use concerto_pipeline::Scheduler;
 
     /// A row with every optional key set; its floats print and parse exactly with any float
     /// parser.

@@ -1,19 +1,15 @@
-//! The shard files of a `bench psplib` run and their merge ([`crate::bench::shard`]): what
-//! every shard of one run must share, the file a shard writes, and the merge that rebuilds
-//! the unsharded report, whose summary is the unsharded run's.
+//! `bench psplib` as a [`Shardable`] kind ([`crate::shard`]): what every shard of one run
+//! must share, the file a shard writes, and the merge that rebuilds the unsharded report,
+//! whose summary is the unsharded run's.
 
-#[cfg(feature = "serde")]
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use super::PsplibRun;
-#[cfg(feature = "serde")]
-use super::{instance_name, PsplibReport, PsplibRow, PsplibSummary};
-#[cfg(feature = "serde")]
-use crate::bench::BenchError;
+use super::{instance_name, PsplibReport, PsplibRow, PsplibRun, PsplibSummary};
+use crate::shard::{MergeError, Merged, Shard, ShardFile, Shardable};
+use crate::BenchError;
 
 /// The odd-even driver's settings of a run that solves by windows (`--window B`), as given.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct WindowSettings {
     /// Activities per block.
     pub block: usize,
@@ -26,9 +22,8 @@ pub struct WindowSettings {
 }
 
 /// Everything about a `bench psplib` run that decides its rows and its summary: what every
-/// shard of one run shares ([`crate::bench::shard`]).
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+/// shard of one run shares ([`crate::shard`]).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PsplibShardConfig {
     /// What the JSON prints.
     pub run: PsplibRun,
@@ -42,8 +37,7 @@ pub struct PsplibShardConfig {
     pub window: Option<WindowSettings>,
 }
 
-/// The unsharded run rebuilt from its shards ([`merge`]).
-#[cfg(feature = "serde")]
+/// The unsharded run rebuilt from its shards ([`crate::shard::merge`] of [`Psplib`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct PsplibMerged {
     /// The configuration every shard shares.
@@ -52,62 +46,62 @@ pub struct PsplibMerged {
     pub report: PsplibReport,
 }
 
-/// The shard file of `shard` of a run over `instances` (every instance of the unsharded run,
-/// in its order) whose report over the shard's instances is `report`.
-#[cfg(feature = "serde")]
-pub fn shard_file(
-    config: PsplibShardConfig,
-    shard: crate::bench::shard::Shard,
-    instances: &[PathBuf],
-    report: PsplibReport,
-) -> Result<crate::bench::shard::ShardFile<PsplibShardConfig, PsplibRow>, BenchError> {
-    let items = instances.iter().map(|p| instance_name(p)).collect();
-    crate::bench::shard::ShardFile::new(
-        crate::bench::shard::BenchKind::Psplib,
-        shard,
-        config,
-        items,
-        report.rows,
-    )
-}
+/// `bench psplib` as a [`Shardable`] kind: rows are [`PsplibRow`]s, one per instance, and
+/// the unsharded run is a [`PsplibMerged`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Psplib;
 
-/// Merges the shard files of one run (see [`crate::bench::shard::merge`]); each row must be of the
-/// instance at its position. The summary is [`PsplibSummary::of`] the rows in the unsharded
-/// order: the unsharded run's.
-#[cfg(feature = "serde")]
-pub fn merge(
-    files: Vec<(
-        PathBuf,
-        crate::bench::shard::ShardFile<PsplibShardConfig, PsplibRow>,
-    )>,
-) -> Result<PsplibMerged, crate::bench::shard::MergeError> {
-    for (file, f) in &files {
-        if let Some(r) = f
+impl Shardable for Psplib {
+    const NAME: &'static str = "psplib";
+    type Config = PsplibShardConfig;
+    type Row = PsplibRow;
+    type Unsharded = PsplibMerged;
+
+    /// Each row must be of the instance at its position.
+    fn check(file: &Path, f: &ShardFile<Self>) -> Result<(), MergeError> {
+        match f
             .rows
             .iter()
             .find(|r| f.items.get(r.index).is_some_and(|i| *i != r.row.instance))
         {
-            return Err(crate::bench::shard::MergeError::Rows {
-                file: file.clone(),
+            Some(r) => Err(MergeError::Rows {
+                file: file.to_path_buf(),
                 reason: format!(
                     "the row of item {} (`{}`) is of instance `{}`",
                     r.index, f.items[r.index], r.row.instance
                 ),
-            });
+            }),
+            None => Ok(()),
         }
     }
-    let merged = crate::bench::shard::merge(crate::bench::shard::BenchKind::Psplib, files)?;
-    let summary = PsplibSummary::of(&merged.rows);
-    Ok(PsplibMerged {
-        config: merged.config,
-        report: PsplibReport {
-            rows: merged.rows,
-            summary,
-        },
-    })
+
+    /// The summary is [`PsplibSummary::of`] the rows in the unsharded order: the unsharded
+    /// run's.
+    fn unsharded(merged: Merged<Self>) -> PsplibMerged {
+        let summary = PsplibSummary::of(&merged.rows);
+        PsplibMerged {
+            config: merged.config,
+            report: PsplibReport {
+                rows: merged.rows,
+                summary,
+            },
+        }
+    }
 }
 
-#[cfg(all(test, feature = "serde"))]
+/// The shard file of `shard` of a run over `instances` (every instance of the unsharded run,
+/// in its order) whose report over the shard's instances is `report`.
+pub fn shard_file(
+    config: PsplibShardConfig,
+    shard: Shard,
+    instances: &[PathBuf],
+    report: PsplibReport,
+) -> Result<ShardFile<Psplib>, BenchError> {
+    let items = instances.iter().map(|p| instance_name(p)).collect();
+    ShardFile::new(shard, config, items, report.rows)
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -116,8 +110,7 @@ mod tests {
     /// short decimals, which any float parser reads back exactly.)
     #[test]
     fn shards_merge_to_the_unsharded_json_byte_for_byte() {
-        use crate::bench::psplib::{PsplibJson, PsplibRow, PsplibRun, PsplibSummary};
-        use crate::bench::shard::{Shard, ShardFile};
+        use crate::psplib::{PsplibJson, PsplibRow, PsplibRun, PsplibSummary};
         let pcts = [2.7, 16.9, 15.3, 5.1, 9.9, 9.0, 13.0, 15.8, 1.9, 0.6, 16.7];
         let rows: Vec<PsplibRow> = pcts
             .iter()
@@ -172,8 +165,7 @@ mod tests {
                 };
                 let file = shard_file(config.clone(), shard, &instances, report).unwrap();
                 let text = serde_json::to_string(&file).unwrap();
-                let back: ShardFile<PsplibShardConfig, PsplibRow> =
-                    serde_json::from_str(&text).unwrap();
+                let back: ShardFile<Psplib> = serde_json::from_str(&text).unwrap();
                 (PathBuf::from(format!("shard-{i}.json")), back)
             })
             .collect();
@@ -183,7 +175,7 @@ mod tests {
             .flat_map(|(_, f)| f.rows.iter().map(|r| r.row.clone()))
             .collect();
         assert_ne!(json(&PsplibSummary::of(&by_shard)), unsharded);
-        let merged = merge(files).unwrap();
+        let merged = crate::shard::merge::<Psplib>(files).unwrap();
         assert_eq!(merged.report.rows, rows);
         assert_eq!(merged.config, config);
         assert_eq!(json(&merged.report.summary), unsharded);
