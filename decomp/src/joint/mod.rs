@@ -147,7 +147,7 @@ pub const MAX_MODES: usize = 64;
 /// `start` (a set of candidates with disjoint contexts, e.g. the sequential selection) is
 /// always one mode choice.
 ///
-/// Errors: those of [`rewrite`] for a candidate; [`DecompError::CheckFailed`] when a rewrite
+/// Errors: those of [`rewrite`](crate::rewrite::rewrite) for a candidate; [`DecompError::CheckFailed`] when a rewrite
 /// lacks the join a consumer outside its context needs (a bug).
 pub fn union(
     graph: &Graph,
