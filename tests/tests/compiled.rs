@@ -1,4 +1,4 @@
-//! Compiled XLA modules (issue 28): the train steps XLA's CUDA compiler builds for 8 H100s
+//! Compiled XLA modules: the train steps XLA's CUDA compiler builds for 8 H100s
 //! (`scripts/xla-gpu-corpus`, deviceless), imported with every GEMM, attention kernel and
 //! collective costed as what it is, XLA's own schedule as the `xla` baseline, concerto's own
 //! search never behind it, and the memory model's peak for XLA's schedule against XLA's buffer

@@ -1,4 +1,4 @@
-//! The XLA round trip (issue 19), checked by XLA's own code: the scheduled modules that
+//! The XLA round trip, checked by XLA's own code: the scheduled modules that
 //! `optimize --emit-hlo` writes are parsed by XLA's HLO parser and their schedules verified
 //! (jaxlib's bindings, `python/concerto_jax/xla_check.py`); for JAX-generated train steps, the
 //! original and the rescheduled module compile and run on 8 CPU devices with the same inputs

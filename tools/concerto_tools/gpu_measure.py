@@ -1,4 +1,4 @@
-"""Measurements on one GPU for ``docs/src/fidelity.md`` (issue 33): run by ``scripts/gpu-measure``.
+"""Measurements on one GPU for ``docs/src/fidelity.md``: run by ``scripts/gpu-measure``.
 
 Usage::
 
