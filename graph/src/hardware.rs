@@ -244,11 +244,11 @@
 //! the simulator applies it, this module only carries it. NCCL kernels occupy SMs and HBM
 //! bandwidth that concurrent GEMMs lose.
 //!
-//! `h100`: **1.45, measured** on 2026-11-27 on an NVIDIA H100 80GB HBM3 by
+//! `h100`: **1.45, measured** on an NVIDIA H100 80GB HBM3 by
 //! `scripts/gpu-measure`: a bf16 GEMM of 8192³ / 4096³ ran 1.448 / 1.458 times slower while an
 //! SM-based copy on 16 CTAs (NCCL runs one CTA per channel, 16 to 32 channels on NVLink H100
 //! nodes) moved 1.33 TB/s on another stream; 2 CTAs gave 1.12 / 1.29, 32 CTAs 2.05 / 1.96, a
-//! copy-engine transfer 1.02 / 1.05 (an H200 the same day: 16 CTAs 1.43 / 1.46).
+//! copy-engine transfer 1.02 / 1.05 (on an H200: 16 CTAs 1.43 / 1.46).
 //! `docs/src/fidelity.md` (section 2) has the method and the data. Still assumed: that real NCCL
 //! collectives over NVLink interfere like a local copy
 //! on as many CTAs, and one factor for every kernel.

@@ -17,10 +17,10 @@ const MIN_KERNEL_NS: u64 = 1_000;
 /// `a800` profiles.
 const DEFAULT_CONTENTION: f64 = 1.1;
 /// Compute slowdown while a collective runs on the `h100` profile, measured: on an NVIDIA H100
-/// 80GB HBM3 (driver 580.159.04, torch 2.11.0+cu130, 2026-11-27, `scripts/gpu-measure`
+/// 80GB HBM3 (driver 580.159.04, torch 2.11.0+cu130, `scripts/gpu-measure`
 /// `PARTS=contention`) a bf16 GEMM (`torch.mm`, 8192³ and 4096³) ran 1.448 and 1.458 times
 /// slower beside an SM-based copy on 16 CTAs (an NCCL-like transfer of 1.33 TB/s) on another
-/// stream; 1.45 is the mean. The full run of the same day on an H200 gave 1.427 and 1.461.
+/// stream; 1.45 is the mean. On an H200 the same run gave 1.427 and 1.461.
 /// `docs/src/fidelity.md` (section 2) has the method, every transfer (2 to 32 CTAs: 1.12-2.05;
 /// copy engine: 1.02-1.06) and the raw data.
 const H100_CONTENTION: f64 = 1.45;
