@@ -25,9 +25,8 @@ pub(super) struct Shared {
 /// Edge finding off and small dual probes were measured faster in both directions on those
 /// seven (backward: 28.0 s in all against 36.1 s with the defaults). On PSPLIB j30 at 10 s on
 /// 2 cores this portfolio proves all 480, the slowest in 6.1 s (`j3013_6`; `j3013_2` 4.2 s,
-/// `j3013_5` 4.9 s); the portfolio of two forward searches (the second one this
-/// configuration, forwards) also proved 480 in that session, the slowest in 6.5 s (`j3013_2`
-/// and `j3013_5` 6.5 s).
+/// `j3013_5` 4.9 s); two forward searches (the second one this configuration, forwards) prove
+/// 480 too, the slowest in 6.5 s (`j3013_2` and `j3013_5`).
 pub fn diversified(config: &PumpkinConfig) -> PumpkinConfig {
     let direction = match config.direction {
         Direction::Forward => Direction::Backward,
