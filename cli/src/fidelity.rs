@@ -17,7 +17,7 @@ use concerto_extract::profile::KernelProfile;
 use concerto_graph::{Graph, Hardware, StreamPlan};
 use serde::Serialize;
 
-use crate::io::{profile_lines, profiled, ProfileArgs};
+use crate::io::{profile_lines, profiled_input, ProfileArgs};
 use crate::opts::import_options;
 use crate::Failure;
 use concerto_pipeline::table::Table;
@@ -75,10 +75,12 @@ pub(crate) fn run(args: &FidelityArgs) -> Result<(), Failure> {
                 args.module.display()
             )
         })?;
-        let module = concerto_extract::read::read_module(&args.module)?;
-        let (graph, report) = concerto_extract::hlo::lower(&module, &options)
-            .with_context(|| format!("importing {}", args.module.display()))?;
-        let (graph, applied) = profiled(graph, &args.module, &args.profile, &hardware)?;
+        let mut input = concerto_extract::read_imported(&args.module, &options)?;
+        let applied = profiled_input(&mut input, &args.module, &args.profile, &hardware)?;
+        let source = input.hlo.clone().ok_or_else(|| {
+            anyhow::anyhow!("{} was not read as an HLO module", args.module.display())
+        })?;
+        let (graph, module, report) = (input.graph, &source.module, &source.report);
         let plan = match &report.sequence {
             Some(events) => concerto_extract::hlo::sequence_plan(&graph, events)?,
             None => StreamPlan::program_order(&graph)?,
@@ -88,7 +90,7 @@ pub(crate) fn run(args: &FidelityArgs) -> Result<(), Failure> {
         let measured = KernelProfile::read(&text, &module.name)
             .map_err(|e| anyhow::anyhow!("reading profile {}: {e}", trace.display()))?;
         let fidelity =
-            Fidelity::of_module(&graph, &module, &measured, &hardware, step).map_err(|e| {
+            Fidelity::of_module(&graph, module, &measured, &hardware, step).map_err(|e| {
                 anyhow::anyhow!(
                     "comparing {} with {}: {e}",
                     args.module.display(),

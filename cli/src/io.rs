@@ -59,31 +59,9 @@ pub(crate) struct ProfileArgs {
     pub(crate) profile_strict: bool,
 }
 
-/// `graph`, imported from the HLO module at `module`, costed from `args.profile` when given
-/// (the model's costs from `hardware` give the coverage;
-/// [`concerto_extract::profile::apply_files`]). Errors name the files.
-pub(crate) fn profiled(
-    graph: Graph,
-    module: &Path,
-    args: &ProfileArgs,
-    hardware: &concerto_graph::Hardware,
-) -> anyhow::Result<(Graph, Option<ProfileReport>)> {
-    let Some(trace) = &args.profile else {
-        return Ok((graph, None));
-    };
-    let (graph, report) = concerto_extract::profile::apply_files(
-        &graph,
-        module,
-        trace,
-        hardware,
-        args.profile_strict,
-    )
-    .map_err(anyhow::Error::msg)?;
-    Ok((graph, Some(report)))
-}
-
-/// [`profiled`] for an input already read: its graph gets the measured costs, from its
-/// parsed module ([`concerto_extract::profile::apply_imported`]); `path` names it in errors.
+/// The input read from `path`, costed from `args.profile` when given: its graph gets the
+/// measured costs, from its parsed module ([`concerto_extract::profile::apply_imported`]; the
+/// model's costs from `hardware` give the coverage). Errors name the files.
 pub(crate) fn profiled_input(
     input: &mut Imported,
     path: &Path,
@@ -105,7 +83,7 @@ pub(crate) fn profiled_input(
     Ok(Some(report))
 }
 
-/// The lines that say what a profile did ([`profiled`]), for the text reports (labels padded
+/// The lines that say what a profile did ([`profiled_input`]), for the text reports (labels padded
 /// to `width` columns).
 pub(crate) fn profile_lines(trace: &Path, r: &ProfileReport, width: usize) -> String {
     let label = format!("{:<width$}", "profile");

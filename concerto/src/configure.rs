@@ -56,7 +56,7 @@ pub enum ConfigureError {
 /// `contention` is the one the caller asked for, if any. O(ops) besides the replay of a
 /// trace (one simulation).
 pub fn configure(
-    mut input: Imported,
+    input: Imported,
     mut pipeline: Pipeline,
     contention: Option<f64>,
 ) -> Result<Configured, ConfigureError> {
@@ -70,11 +70,10 @@ pub fn configure(
         }
         None => None,
     };
-    if let Some(plan) = input.schedule.take() {
+    if let Some(plan) = &input.schedule {
         pipeline.config.schedule.module_schedule = Some(
             ModuleSchedule::new(&input.graph, plan.clone()).map_err(ConfigureError::Schedule)?,
         );
-        input.schedule = Some(plan);
     }
     Ok(Configured {
         input,

@@ -387,24 +387,9 @@ fn by_counts(mine: &[&read::Event]) -> Result<(usize, &'static str, PerStep), Pr
     Ok((steps, "kernel counts", out))
 }
 
-/// [`KernelProfile::read`] and [`KernelProfile::apply`] from files: `graph` was imported from
-/// the HLO module at `module`; `trace` is the `jax.profiler` trace. Errors name the file.
-pub fn apply_files(
-    graph: &Graph,
-    module: &std::path::Path,
-    trace: &std::path::Path,
-    hardware: &Hardware,
-    strict: bool,
-) -> Result<(Graph, ProfileReport), String> {
-    if !crate::read::is_hlo(module) {
-        return Err(not_a_module(module));
-    }
-    let m = crate::read::read_module(module).map_err(|e| e.to_string())?;
-    apply_trace_file(graph, &m, module, trace, hardware, strict)
-}
-
-/// [`apply_files`] for an input already read ([`crate::Imported`]): its parsed module, not the
-/// file again. `path` is the file it was read from, for the messages.
+/// [`KernelProfile::read`] and [`KernelProfile::apply`] for an input already read
+/// ([`crate::Imported`], from its parsed module, not the file again): `trace` is the
+/// `jax.profiler` trace, `path` the file the input was read from. Errors name the files.
 pub fn apply_imported(
     imported: &crate::Imported,
     path: &std::path::Path,
