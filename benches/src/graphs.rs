@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::shard::Shard;
 use crate::BenchError;
 
+mod chart;
 mod json;
 mod shards;
 mod table;
@@ -26,6 +27,7 @@ use concerto_pipeline::pipeline::{Pipeline, Report};
 use concerto_pipeline::progress::Progress;
 use concerto_pipeline::schedule::{ModuleSchedule, Optimized};
 use concerto_pipeline::summary::{gain_pct, Comparison, DecompositionSummary};
+pub use chart::svg_chart;
 pub use shards::{Graphs, GraphsMerged, GraphsShardRow};
 pub use table::GraphsTable;
 

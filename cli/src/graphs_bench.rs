@@ -39,6 +39,11 @@ pub(crate) struct GraphsArgs {
     #[arg(long)]
     #[serde(skip)]
     pub(crate) json: bool,
+    /// Also write the rows as an SVG bar chart: per graph, concerto's gain over the best
+    /// baseline and its gap to the proven bound.
+    #[arg(long, value_name = "FILE")]
+    #[serde(skip)]
+    pub(crate) svg: Option<PathBuf>,
     /// Run only shard I of N (I from 0): graph k of the run, in its order (the `--graph`
     /// files, then the configurations), belongs to shard k mod N. `concerto bench merge`
     /// joins the shards' `--json` files.
@@ -94,6 +99,10 @@ pub(crate) fn run(args: &GraphsArgs) -> Result<(), Failure> {
     let shard = args.shard.unwrap_or(Shard::WHOLE);
     let bench = graphs::run_shard(&pipeline, args.only.as_deref(), &extra, shard, bar.as_ref())?;
     let rows: Vec<_> = bench.rows.iter().map(graphs::GraphsRow::summary).collect();
+    if let Some(path) = &args.svg {
+        std::fs::write(path, graphs::svg_chart(&rows))
+            .with_context(|| format!("bench graphs --svg {}", path.display()))?;
+    }
     let json = match (args.json, args.shard) {
         (false, _) => None,
         (true, None) => Some(summary_json(&rows)?),

@@ -31,9 +31,14 @@ pub(crate) struct OptimizeArgs {
     /// Write a Chrome trace (Perfetto) of every scheduler's timeline.
     #[arg(long, value_name = "FILE")]
     pub(crate) trace: Option<PathBuf>,
-    /// Write an SVG Gantt chart of every scheduler's timeline.
+    /// Write an SVG Gantt chart of every scheduler's timeline (for a profiler trace, the
+    /// measured one first), each with its exposed communication marked.
     #[arg(long, value_name = "FILE")]
     pub(crate) svg: Option<PathBuf>,
+    /// Only these timelines in `--svg`, in this order (comma-separated scheduler names of the
+    /// table, and `measured` for a profiler trace).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',', requires = "svg")]
+    pub(crate) svg_schedulers: Vec<String>,
     /// Write the plan of the row that was kept (S, S+AD, joint or S+F; JSON, with its graph's
     /// fingerprint) for `concerto simulate`, `concerto run-cuda` and other executors.
     #[arg(long, value_name = "FILE")]
@@ -201,7 +206,14 @@ fn write_outputs(
         write(path, &trace::chrome_trace_string(graph, &timelines))?;
     }
     if let Some(path) = &args.svg {
-        write(path, &trace::svg_gantt(graph, &timelines))?;
+        let measured = measured_timeline(c, &timelines);
+        let mut drawn: Vec<(&str, &concerto_graph::Timeline)> =
+            measured.iter().map(|t| ("measured", t)).collect();
+        drawn.extend(timelines.iter().copied());
+        if !args.svg_schedulers.is_empty() {
+            drawn = pick_timelines(&drawn, &args.svg_schedulers)?;
+        }
+        write(path, &trace::svg_gantt(graph, &drawn))?;
     }
     let (kept_graph, kept_plan) = r.result();
     if let Some(path) = &args.plan {
@@ -219,6 +231,45 @@ fn write_outputs(
         eprintln!("{}", emit_pgle(args, source, r)?);
     }
     Ok(emitted)
+}
+
+/// A profiler trace's measured timeline: each op's measured start and end, on the stream
+/// the replay (program order, the recorded order) runs it on. `None` for other inputs.
+fn measured_timeline(
+    c: &concerto::Configured,
+    timelines: &[(&str, &concerto_graph::Timeline)],
+) -> Option<concerto_graph::Timeline> {
+    let measured = &c.input.trace.as_ref()?.measured;
+    let replay = timelines.iter().find(|(n, _)| *n == "program-order")?.1;
+    if measured.len() != replay.start.len() {
+        return None;
+    }
+    Some(concerto_graph::Timeline {
+        start: measured.iter().map(|m| m.0).collect(),
+        end: measured.iter().map(|m| m.1).collect(),
+        stream: replay.stream.clone(),
+        streams: replay.streams.clone(),
+        makespan: measured.iter().map(|m| m.1).max().unwrap_or(0),
+    })
+}
+
+/// The timelines `names` asks for, in its order: an error names one that is not drawn.
+fn pick_timelines<'a>(
+    drawn: &[(&'a str, &'a concerto_graph::Timeline)],
+    names: &[String],
+) -> Result<Vec<(&'a str, &'a concerto_graph::Timeline)>, Failure> {
+    names
+        .iter()
+        .map(|n| {
+            drawn.iter().find(|(d, _)| d == n).copied().ok_or_else(|| {
+                let known: Vec<&str> = drawn.iter().map(|(d, _)| *d).collect();
+                Failure::from(anyhow::anyhow!(
+                    "--svg-schedulers: no timeline `{n}` (this run draws {})",
+                    known.join(", ")
+                ))
+            })
+        })
+        .collect()
 }
 
 /// The report's first lines: the graph, the trace or the hardware, the lower bound.

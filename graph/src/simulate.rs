@@ -56,11 +56,30 @@ impl Timeline {
     /// Exposed communication: total time during which some collective runs and no compute op
     /// does (the communication the schedule failed to hide). O(ops log ops).
     pub fn exposed_comm_ns(&self, graph: &Graph) -> u64 {
+        self.exposed_comm(graph).iter().map(|(a, b)| b - a).sum()
+    }
+
+    /// The sorted, disjoint intervals during which some collective runs and no compute op
+    /// does: what [`Timeline::exposed_comm_ns`] sums. O(ops log ops).
+    pub fn exposed_comm(&self, graph: &Graph) -> Vec<(u64, u64)> {
         let comm = union(graph.ids().filter(|o| graph.op(*o).is_collective()), self);
         let compute = self.compute_busy(graph);
-        comm.into_iter()
-            .map(|(a, b)| (b - a) - covered(&compute, a, b))
-            .sum()
+        let mut out = Vec::new();
+        for (a, b) in comm {
+            // The gaps of `compute` inside [a, b).
+            let mut at = a;
+            let first = compute.partition_point(|iv| iv.1 <= a);
+            for &(c, d) in compute[first..].iter().take_while(|iv| iv.0 < b) {
+                if c > at {
+                    out.push((at, c));
+                }
+                at = at.max(d);
+            }
+            if at < b {
+                out.push((at, b));
+            }
+        }
+        out
     }
 
     /// The sorted, merged intervals during which some compute op runs. O(ops log ops).

@@ -34,14 +34,17 @@
 //!
 //! # SVG Gantt chart
 //!
-//! [`svg_gantt`] draws one panel per scheduler (its title gives the makespan in µs), one row per
-//! stream with its name at the left, and one rectangle per op, coloured by class (GEMM,
+//! [`svg_gantt`] draws one panel per scheduler (its title gives the makespan and the exposed
+//! communication in µs), one row per stream with its name at the left, a row under them that
+//! marks in red where communication is exposed (some collective runs and no compute op does:
+//! [`crate::Timeline::exposed_comm`]), and one rectangle per op, coloured by class (GEMM,
 //! attention, other compute, and one colour per collective kind; a legend lists the classes
 //! present). Every panel shares one time scale, so shorter schedules end further left; each
 //! panel has its own time axis (µs, or ms from 1 ms on) and a dashed line at its makespan. Each
 //! op rectangle carries a `<title>` (a tooltip in browsers) with the op name, class and times.
-//! Op rectangles have `class="op"`; row bands `class="row"`, legend swatches `class="legend"`
-//! and the page background `class="background"` are the only other rectangles.
+//! Op rectangles have `class="op"`, exposed intervals `class="exposed"`; row bands
+//! `class="row"`, legend swatches `class="legend"` and the page background
+//! `class="background"` are the only other rectangles.
 //!
 //! Both exports cost O(ops) per timeline, plus sorting each stream's ops by start time for the
 //! JSON (O(ops log ops)).

@@ -183,10 +183,14 @@ impl TimeAxis {
     }
 }
 
-/// The height of timeline `t`'s panel: its title, its stream rows and its axis.
+/// The height of timeline `t`'s panel: its title, its stream rows, the exposed-communication
+/// row and its axis.
 fn panel_height(t: &Timeline) -> f64 {
-    TITLE_HEIGHT + stream_count(t) as f64 * ROW_HEIGHT + AXIS_HEIGHT
+    TITLE_HEIGHT + (stream_count(t) + 1) as f64 * ROW_HEIGHT + AXIS_HEIGHT
 }
+
+/// Colour of the exposed-communication row's bars.
+const EXPOSED: &str = "#d62728";
 
 /// Writes the `<svg>` element's opening, the chart's title and its white background.
 fn write_head(out: &mut String, graph: &Graph, height: f64) {
@@ -232,20 +236,22 @@ fn write_legend(out: &mut String, graph: &Graph) {
     out.push_str("</g>\n");
 }
 
-/// Writes timeline `t`'s panel, its top at `y`: the title, the stream rows, the time axis, the
-/// ops and the makespan.
+/// Writes timeline `t`'s panel, its top at `y`: the title, the stream rows, the
+/// exposed-communication row, the time axis, the ops and the makespan.
 fn write_panel(out: &mut String, graph: &Graph, name: &str, t: &Timeline, y: f64, axis: &TimeAxis) {
     let rows = stream_count(t);
     let rows_top = y + TITLE_HEIGHT;
-    let rows_bottom = rows_top + rows as f64 * ROW_HEIGHT;
+    let rows_bottom = rows_top + (rows + 1) as f64 * ROW_HEIGHT;
+    let exposed = t.exposed_comm(graph);
     let _ = writeln!(out, "<g class=\"panel\">");
     let _ = writeln!(
         out,
         "<text class=\"title\" x=\"{PLOT_LEFT}\" y=\"{:.2}\" font-size=\"14\" \
-         font-weight=\"bold\">{} — makespan {} µs</text>",
+         font-weight=\"bold\">{} — makespan {} µs, exposed communication {} µs</text>",
         y + 17.0,
         escaped(name),
         decimal(t.makespan, NS_PER_US),
+        decimal(exposed.iter().map(|(a, b)| b - a).sum(), NS_PER_US),
     );
     // Row bands and stream labels.
     for s in 0..rows {
@@ -262,6 +268,7 @@ fn write_panel(out: &mut String, graph: &Graph, name: &str, t: &Timeline, y: f64
             escaped(&stream_name(t, s)),
         );
     }
+    write_exposed_row(out, &exposed, rows_top + rows as f64 * ROW_HEIGHT, axis);
     let axis_y = rows_bottom;
     write_axis(out, axis, rows_top, axis_y);
     write_ops(out, graph, t, rows_top, axis);
@@ -274,6 +281,34 @@ fn write_panel(out: &mut String, graph: &Graph, name: &str, t: &Timeline, y: f64
         rows_top - 4.0,
     );
     out.push_str("</g>\n");
+}
+
+/// Writes the row under a panel's streams that marks its exposed communication (some
+/// collective runs, no compute op does: [`Timeline::exposed_comm`]), its top at `row_y`.
+fn write_exposed_row(out: &mut String, exposed: &[(u64, u64)], row_y: f64, axis: &TimeAxis) {
+    let _ = writeln!(
+        out,
+        "<rect class=\"row\" x=\"{PLOT_LEFT}\" y=\"{row_y:.2}\" width=\"{}\" \
+         height=\"{ROW_HEIGHT}\" fill=\"#fbeaea\"/><text x=\"{:.2}\" y=\"{:.2}\" \
+         text-anchor=\"end\" fill=\"{EXPOSED}\">exposed comm</text>",
+        axis.plot_width,
+        PLOT_LEFT - 8.0,
+        row_y + ROW_HEIGHT / 2.0 + 4.0,
+    );
+    let bar_y = row_y + (ROW_HEIGHT - BAR_HEIGHT) / 2.0;
+    for &(a, b) in exposed {
+        let _ = writeln!(
+            out,
+            "<rect class=\"exposed\" x=\"{:.2}\" y=\"{bar_y:.2}\" width=\"{:.2}\" \
+             height=\"{BAR_HEIGHT}\" fill=\"{EXPOSED}\"><title>exposed communication {} – {} µs \
+             ({} µs)</title></rect>",
+            axis.x_of(a),
+            ((b - a) as f64 * axis.scale).max(MIN_BAR),
+            decimal(a, NS_PER_US),
+            decimal(b, NS_PER_US),
+            decimal(b - a, NS_PER_US),
+        );
+    }
 }
 
 /// Writes a panel's grid lines (from `rows_top`) and its time axis at `axis_y`.

@@ -301,19 +301,24 @@ fn svg_has_a_rect_per_op_and_is_well_formed() {
     let counts = well_formed(&svg);
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1200\""));
     assert!(svg.contains("viewBox=\"0 0 1200 "));
-    // Op rects: 3 per scheduler; plus background, 2 rows per panel, 3 legend classes
-    // (GEMM, other compute, all-reduce).
+    // Op rects: 3 per scheduler; plus background, 2 stream rows and the exposed row per
+    // panel, 3 legend classes (GEMM, other compute, all-reduce), one exposed interval per
+    // panel.
     assert_eq!(svg.matches("<rect class=\"op\"").count(), 6);
-    assert_eq!(svg.matches("<rect class=\"row\"").count(), 4);
+    assert_eq!(svg.matches("<rect class=\"row\"").count(), 6);
     assert_eq!(svg.matches("<rect class=\"legend\"").count(), 3);
-    assert_eq!(counts["rect"], 6 + 4 + 3 + 1);
-    // One tooltip per op rect, plus the document title.
-    assert_eq!(counts["title"], 7);
+    assert_eq!(svg.matches("<rect class=\"exposed\"").count(), 2);
+    assert_eq!(counts["rect"], 6 + 6 + 3 + 1 + 2);
+    // One tooltip per op rect and per exposed interval, plus the document title.
+    assert_eq!(counts["title"], 9);
+    // Program order exposes all of ar; concerto hides its first 0.75 µs behind add.
+    assert!(svg.contains("<title>exposed communication 1.5 – 4 µs (2.5 µs)</title>"));
+    assert!(svg.contains("<title>exposed communication 2.25 – 4 µs (1.75 µs)</title>"));
     assert_eq!(counts["g"], 3);
     // Escaped names and titles.
     assert!(svg.contains("<title>add&lt;&amp;&gt; (compute)\n4 – 4.7 µs (0.7 µs)</title>"));
-    assert!(svg.contains("&lt;concerto &amp; co&gt; — makespan 4 µs"));
-    assert!(svg.contains("program order — makespan 4.7 µs"));
+    assert!(svg.contains("&lt;concerto &amp; co&gt; — makespan 4 µs, exposed communication 1.75 µs"));
+    assert!(svg.contains("program order — makespan 4.7 µs, exposed communication 2.5 µs"));
     assert!(!svg.contains("add<&>"));
     // Colours by class.
     assert!(svg.contains("fill=\"#4e79a7\"><title>fc"));
