@@ -94,7 +94,28 @@ impl<E: Into<anyhow::Error>> From<E> for Failure {
     }
 }
 
+/// Ends the process quietly, with exit status 0, when printing to standard output fails
+/// because its reader went away (`concerto import TRACE | head -1`): `println!` panics on a
+/// broken pipe, and a reader that stopped reading asked for no more output, so that is no
+/// error of the command. Every other panic keeps the default report.
+fn quiet_on_broken_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let message = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if message.starts_with("failed printing to stdout") && message.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_broken_pipe();
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Solve(args) => solve::run(&args),

@@ -89,3 +89,26 @@ fn import_reads_a_native_graph_json_too() {
     );
     assert!(v["resident_bytes"].as_u64().unwrap() > 0);
 }
+
+/// A reader that stops early (`concerto import TRACE | head -1`) ends the command quietly
+/// with exit status 0, for the text report and for JSON: no panic message, no error.
+#[test]
+fn a_closed_pipe_ends_the_command_quietly() {
+    use std::process::{Command, Stdio};
+    let trace = format!("{}/../fixtures/kineto/ddp_3steps.json", env!("CARGO_MANIFEST_DIR"));
+    for args in [vec!["import", trace.as_str()], vec!["import", trace.as_str(), "--json"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_concerto"))
+            .args(&args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the pipe before the command writes (it reads and imports the trace first),
+        // as a reader that has all it wants does.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+    }
+}
