@@ -100,7 +100,7 @@ pub enum RegistryError {
     /// cargo feature to enable: on the `concerto` crate (or on `crate_name`, for a program
     /// that depends on it directly), and only then how to rebuild the `concerto` command line.
     #[error(
-        "solver `{name}` is not compiled into this program: enable the cargo feature `{feature}` of the `concerto` crate (or of `{crate_name}` when depending on it directly), e.g. `cargo add concerto --features {feature}`; for the `concerto` command line, rebuild it with `cargo build --release -p concerto-cli --features {feature}`"
+        "solver `{name}` is not compiled into this program: enable the cargo feature `{feature}` of the `concerto` crate (or of `{crate_name}` when depending on it directly: `features = [\"{feature}\"]` on the dependency); for the `concerto` command line, rebuild it with `cargo build --release -p concerto-cli --features {feature}`"
     )]
     NotCompiled {
         /// The name asked for.
