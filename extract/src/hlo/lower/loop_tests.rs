@@ -418,7 +418,8 @@ fn loops_without_a_count_say_why() {
     assert!(
         e.contains(
             "while loop `%loop` has no known trip count: the initial value of its induction \
-             variable (state element 0), `%p2`, is not a constant"
+             variable (state element 0), `%p2`, is not a constant: `%p2` is a parameter of \
+             `%main`"
         ),
         "{e}"
     );

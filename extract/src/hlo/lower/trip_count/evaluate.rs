@@ -90,8 +90,10 @@ pub(super) fn evaluate(
     i: &Instruction,
     subst: Option<(&str, &Val)>,
 ) -> Result<Val, String> {
-    if i.opcode == "constant" {
-        return constant(i);
+    match i.opcode.as_str() {
+        "constant" => return constant(i),
+        "parameter" => return Err(format!("`%{}` is a parameter of `%{}`", i.name, c.c.name)),
+        _ => {}
     }
     let mut args = Vec::with_capacity(i.operands.len());
     for o in &i.operands {
