@@ -10,7 +10,8 @@ use concerto_graph::Graph;
 
 /// Reads a graph file: the native JSON format, or XLA HLO text (`.hlo`, `.txt`) imported
 /// with `options`; prints the importer's warnings on stderr. Trip counts
-/// ([`ImportOptions::trip_counts`]) are an error with a JSON graph, which has no loops.
+/// ([`ImportOptions::trip_counts`], [`ImportOptions::unknown_trip_count`]) are an error with
+/// a JSON graph, which has no loops.
 pub(crate) fn read_graph_with(path: &Path, options: &ImportOptions) -> anyhow::Result<Graph> {
     Ok(read_input(path, options)?.graph)
 }
@@ -24,6 +25,13 @@ pub(crate) fn read_input(path: &Path, options: &ImportOptions) -> anyhow::Result
     if !options.trip_counts.is_empty() && !concerto_extract::read::is_hlo(path) {
         anyhow::bail!(
             "--trip-count applies to the while loops of an HLO module (.hlo, .txt), not to {}",
+            path.display()
+        );
+    }
+    if options.unknown_trip_count.is_some() && !concerto_extract::read::is_hlo(path) {
+        anyhow::bail!(
+            "--unknown-trip-count applies to the while loops of an HLO module (.hlo, .txt), \
+             not to {}",
             path.display()
         );
     }

@@ -95,12 +95,21 @@ pub(crate) struct ImportFlags {
     /// Repeatable; wins over the loop's `backend_config`.
     #[arg(long = "trip-count", value_name = "NAME=N", value_parser = parse_trip_count)]
     pub(crate) trip_counts: Vec<(String, u64)>,
+    /// The trip count of every `while` loop of an imported `.hlo` whose count is neither
+    /// given (`--trip-count`, `backend_config`) nor read from the loop, with a warning per
+    /// loop that says why its count could not be read. Without it such a loop is an error.
+    /// XLA's own cost analysis counts such a loop once: `--unknown-trip-count 1`.
+    #[arg(long = "unknown-trip-count", value_name = "N")]
+    pub(crate) unknown_trip_count: Option<u64>,
 }
 
 impl ImportFlags {
-    /// The options of importing a graph: `--gpus-per-node` and `--trip-count`.
+    /// The options of importing a graph: `--gpus-per-node`, `--trip-count` and
+    /// `--unknown-trip-count`.
     pub(crate) fn import_options(&self) -> anyhow::Result<ImportOptions> {
-        import_options(self.gpus_per_node, &self.trip_counts)
+        let mut options = import_options(self.gpus_per_node, &self.trip_counts)?;
+        options.unknown_trip_count = self.unknown_trip_count;
+        Ok(options)
     }
 
     /// The hardware profile of `--hardware` and `--gpus-per-node`.

@@ -392,7 +392,7 @@ fn bench_scale_json_keeps_its_keys_and_stays_quiet() {
 }
 
 /// A decode-style loop: the bound is a loop-carried value, so neither `backend_config` nor
-/// the `i < N` pattern gives its trip count.
+/// the loop itself gives its trip count.
 const DECODE_LOOP: &str = r#"HloModule decode, num_partitions=8
 
 %sum (a: f32[], b: f32[]) -> f32[] {
@@ -429,8 +429,9 @@ ENTRY %main (n: s32[], x: f32[64]) -> (s32[], s32[], f32[64]) {
 }
 "#;
 
-/// A loop without a known trip count fails naming the loop and the flag; `--trip-count`
-/// unrolls it; a name that is no loop, or a malformed value, is an error naming it.
+/// A loop without a known trip count fails naming the loop, why, and the flags;
+/// `--trip-count` unrolls it, and so does `--unknown-trip-count` with a warning; a name that
+/// is no loop, or a malformed value, is an error naming it.
 #[test]
 fn trip_count_names_the_loop_and_unrolls_it() {
     let dir = scratch("trip-count");
@@ -516,6 +517,56 @@ fn trip_count_names_the_loop_and_unrolls_it() {
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("--trip-count applies to the while loops of an HLO module"),
+        "{}",
+        stderr(&o)
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `--unknown-trip-count` counts a loop whose count cannot be read, with a warning that says
+/// why; `--trip-count` wins over it; a JSON graph refuses it.
+#[test]
+fn unknown_trip_count_counts_the_loop_and_warns() {
+    let dir = scratch("unknown-trip-count");
+    let file = dir.join("decode.hlo");
+    std::fs::write(&file, DECODE_LOOP).unwrap();
+    let path = file.to_str().unwrap();
+    let o = concerto(&["import", path, "--unknown-trip-count", "3", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    assert_eq!(v["ops"], 9, "{v}");
+    let warning = v["warnings"][0].as_str().unwrap_or_default();
+    assert!(
+        warning.starts_with(
+            "while loop `%decode` has no known trip count (its condition reads state elements 0, 1"
+        ) && warning.contains("counted as 3 iteration(s)"),
+        "{v}"
+    );
+    // --trip-count wins over it, and warns of nothing.
+    let o = concerto(&[
+        "import",
+        path,
+        "--unknown-trip-count",
+        "3",
+        "--trip-count",
+        "decode=1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+    assert_eq!(v["ops"], 3, "{v}");
+    assert!(!v["warnings"].to_string().contains("%decode"), "{v}");
+    let o = concerto(&[
+        "simulate",
+        &fixture("tiny/two_streams.json"),
+        "--plan",
+        path,
+        "--unknown-trip-count",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--unknown-trip-count applies to the while loops of an HLO module"),
         "{}",
         stderr(&o)
     );

@@ -4,7 +4,11 @@
 //! ```text
 //! cargo run --release -p concerto-extract --example import_check -- FILE...
 //! cargo run --release -p concerto-extract --example import_check < paths.txt
+//! cargo run --release -p concerto-extract --example import_check -- --unknown-trip-count 1 < paths.txt
 //! ```
+//!
+//! `--unknown-trip-count N` (first) sets [`ImportOptions::unknown_trip_count`]: every loop
+//! whose trip count cannot be read runs `N` times.
 //!
 //! With no arguments it reads paths from standard input, one a line, and answers each as soon
 //! as it is done (the census drives it as a worker and kills it on a hang). Each answer is one
@@ -19,11 +23,11 @@ use std::process::ExitCode;
 
 use concerto_extract::hlo::{lower, parse, HloError, ImportOptions};
 
-/// The verdict line for the HLO text `text`.
-fn verdict(text: &str) -> String {
+/// The verdict line for the HLO text `text` imported with `options`.
+fn verdict(text: &str, options: &ImportOptions) -> String {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
         let module = parse(text)?;
-        let (graph, _) = lower(&module, &ImportOptions::default())?;
+        let (graph, _) = lower(&module, options)?;
         Ok::<usize, HloError>(graph.len())
     }));
     let one_line = |s: String| s.replace(['\n', '\t', '\r'], " ");
@@ -51,7 +55,16 @@ fn verdict(text: &str) -> String {
 fn main() -> ExitCode {
     // Panics are reported on stdout; keep stderr for the census's own messages.
     std::panic::set_hook(Box::new(|_| {}));
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let mut options = ImportOptions::default();
+    if args.first().map(String::as_str) == Some("--unknown-trip-count") {
+        let Some(n) = args.get(1).and_then(|n| n.parse::<u64>().ok()) else {
+            eprintln!("import_check: --unknown-trip-count needs a whole number");
+            return ExitCode::FAILURE;
+        };
+        options.unknown_trip_count = Some(n);
+        args.drain(..2);
+    }
     let paths: Box<dyn Iterator<Item = String>> = if args.is_empty() {
         Box::new(std::io::stdin().lock().lines().map_while(Result::ok))
     } else {
@@ -65,7 +78,7 @@ fn main() -> ExitCode {
             continue;
         }
         let line = match std::fs::read_to_string(&path) {
-            Ok(text) => verdict(&text),
+            Ok(text) => verdict(&text, &options),
             Err(e) => {
                 status = ExitCode::FAILURE;
                 format!("unreadable\t{e}")

@@ -243,6 +243,31 @@ ERROR_KINDS = (
     ("unroll-limit", "unrolling"),
 )
 
+#: Why a loop has no known trip count: the first pattern found in the message names the
+#: reason (the phrases of the importer's `Unknown` reasons, `extract/src/hlo/lower/trip_count.rs`).
+TRIP_COUNT_REASONS = (
+    ("over-128-evaluated", "evaluated iterations"),
+    ("never-ends", "never ends"),
+    ("data-dependent", "is data-dependent"),
+    ("bound-not-constant", "the bound is not a constant"),
+    ("bound-not-constant", "a bound carried in the loop"),
+    ("init-not-constant", "is not a constant:"),
+    ("state-not-tuple", "is not a `tuple` instruction, where"),
+    ("body-not-tuple", "its body's root"),
+    ("update-not-counter", "is not computed from that element alone"),
+    ("update-not-counter", "is not one op of that element and constants"),
+    ("no-induction-variable", "does not read one scalar element"),
+    ("not-evaluable", "evaluating it failed"),
+)
+
+
+def trip_count_reason(message: str) -> str:
+    """The reason key of a "has no known trip count" message (``other`` if none matches)."""
+    for name, pattern in TRIP_COUNT_REASONS:
+        if pattern in message:
+            return name
+    return "other"
+
 
 def concerto_verdict(worker: Worker, path: str, timeout: float) -> dict:
     how, line = worker.ask(path, timeout)
@@ -262,7 +287,10 @@ def concerto_verdict(worker: Worker, path: str, timeout: float) -> dict:
             if pattern in message:
                 kind = name
                 break
-        return {"concerto": "error", "error_kind": kind, "concerto_error": message}
+        r = {"concerto": "error", "error_kind": kind, "concerto_error": message}
+        if kind == "trip-count":
+            r["trip_count_reason"] = trip_count_reason(message)
+        return r
     return {"concerto": "unreadable", "concerto_error": line}
 
 
@@ -271,8 +299,11 @@ def venv_python() -> str:
 
 
 def run(modules: Path, import_check: str, jobs: int, timeout: float, results: Path,
-        files: list[str] | None = None, xla_timeout: float = 120.0) -> list[dict]:
-    """Judges every module under ``modules`` (or just ``files``); writes and returns the rows."""
+        files: list[str] | None = None, xla_timeout: float = 120.0,
+        unknown_trip_count: int | None = None) -> list[dict]:
+    """Judges every module under ``modules`` (or just ``files``); writes and returns the rows.
+    ``unknown_trip_count``: the count of every loop whose count the importer cannot read
+    (``import_check --unknown-trip-count``)."""
     index = {}
     with open(modules / "index.tsv") as f:
         next(f)
@@ -294,7 +325,9 @@ def run(modules: Path, import_check: str, jobs: int, timeout: float, results: Pa
             [sys.executable, "-m", "concerto_tools.grammar_census", "_shard",
              "--modules", str(modules), "--import-check", import_check,
              "--timeout", str(timeout), "--xla-timeout", str(xla_timeout),
-             "--list", str(listing), "--out", str(part)],
+             "--list", str(listing), "--out", str(part)]
+            + ([] if unknown_trip_count is None else
+               ["--unknown-trip-count", str(unknown_trip_count)]),
             env=env,
         ))
     for p in procs:
@@ -316,10 +349,11 @@ def run(modules: Path, import_check: str, jobs: int, timeout: float, results: Pa
 
 
 def shard(modules: Path, import_check: str, timeout: float, listing: Path, out: Path,
-          xla_timeout: float) -> None:
+          xla_timeout: float, unknown_trip_count: int | None = None) -> None:
     names = [n for n in listing.read_text().splitlines() if n]
     xla = Worker([venv_python(), "-c", _XLA_WORKER], ready=True)
-    imp = Worker([import_check], ready=False)
+    flags = [] if unknown_trip_count is None else ["--unknown-trip-count", str(unknown_trip_count)]
+    imp = Worker([import_check, *flags], ready=False)
     with open(out, "w") as f:
         for n, name in enumerate(names):
             path = str(modules / name)
@@ -466,6 +500,11 @@ def table(rows: list[dict]) -> str:
         lines.append("")
         lines.append("Clear errors on modules XLA accepts, by kind: " + (", ".join(
             f"{k} {v}" for k, v in errors.most_common()) or "none") + ".")
+        reasons = Counter(r.get("trip_count_reason") or trip_count_reason(r.get("concerto_error") or "")
+                          for r in acc if r.get("error_kind") == "trip-count")
+        if reasons:
+            lines.append("Loops without a known trip count, by reason: " + ", ".join(
+                f"{k} {v}" for k, v in reasons.most_common()) + ".")
         rimp = sum(r["concerto"] == "imported" for r in rej)
         rerr = sum(r["concerto"] == "error" for r in rej)
         lines.append(f"Modules XLA rejects: {len(rej)} (concerto imports {rimp}, errors on {rerr}).")
@@ -490,6 +529,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--xla-timeout", type=float, default=120.0,
                    help="seconds XLA's parser may take on one module (a few take 10 s)")
     r.add_argument("--results", type=Path)
+    r.add_argument("--unknown-trip-count", type=int,
+                   help="the trip count of every loop whose count cannot be read")
     t = sub.add_parser("table", help="print the table of a results file")
     t.add_argument("results", type=Path)
     m = sub.add_parser("sample", help="choose the checked-in sample and write its manifest")
@@ -503,13 +544,15 @@ def main(argv: list[str] | None = None) -> int:
     s.add_argument("--xla-timeout", type=float, required=True)
     s.add_argument("--list", required=True, type=Path)
     s.add_argument("--out", required=True, type=Path)
+    s.add_argument("--unknown-trip-count", type=int)
     a = ap.parse_args(argv)
     if a.cmd == "extract":
         n = extract(a.xla_git, a.rev, a.out, hlo_files=not a.no_hlo_files)
         print(f"{n} modules written to {a.out}")
         return 0
     if a.cmd == "_shard":
-        shard(a.modules, a.import_check, a.timeout, a.list, a.out, a.xla_timeout)
+        shard(a.modules, a.import_check, a.timeout, a.list, a.out, a.xla_timeout,
+              a.unknown_trip_count)
         return 0
     if a.cmd == "sample":
         picked = sample(a.modules, a.results, a.out)
@@ -526,7 +569,8 @@ def main(argv: list[str] | None = None) -> int:
         print(table(rows))
         return 0
     results = a.results or a.modules / "results.jsonl"
-    rows = run(a.modules, a.import_check, a.jobs, a.timeout, results, xla_timeout=a.xla_timeout)
+    rows = run(a.modules, a.import_check, a.jobs, a.timeout, results, xla_timeout=a.xla_timeout,
+               unknown_trip_count=a.unknown_trip_count)
     print(table(rows))
     print(f"(per-module verdicts: {results})")
     bad = sum(r["concerto"] in ("panic", "hang") for r in rows)

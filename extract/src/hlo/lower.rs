@@ -30,11 +30,16 @@
 //!   instructions become ops named `<call>.in.<name>` (a `shard_map` step holds all its
 //!   collectives in one called computation).
 //! - **`while`**: unrolled (iteration `k` of loop `%w` gives ops named `w.itk.<name>`) when
-//!   its trip count is known, from
-//!   [`ImportOptions::trip_counts`], `backend_config`'s `known_trip_count` or the loop
-//!   pattern (the condition compares a tuple element that starts at constant 0 against a
-//!   constant with `LT`, and the body adds 1 to it); otherwise an error that names the loop
-//!   and says to give its count (`--trip-count NAME=N`). **`conditional`**: one op costed as
+//!   its trip count is known: from [`ImportOptions::trip_counts`], `backend_config`'s
+//!   `known_trip_count`, or read from the loop as XLA's `ComputeWhileLoopTripCount` reads it
+//!   (an induction variable of constant initial value, a closed form for `i < N` and
+//!   `i <= N` counters, else up to 128 evaluated iterations; `constant(false)`: zero). A loop
+//!   whose count cannot be read is an error that names it and says why (its initial value or
+//!   bound is not a constant, its condition is data-dependent, it never ends, ...), unless
+//!   [`ImportOptions::unknown_trip_count`] gives the count of every such loop (with a
+//!   warning per loop). A loop too long to unroll ([`ImportOptions::max_unrolled`]) is kept
+//!   as one iteration whose ops (`w.body.<name>`) cost `n` times theirs, with a warning.
+//!   **`conditional`**: one op costed as
 //!   its most expensive branch.
 //! - **Elementwise** and **data movement** opcodes: memory-bound ops of their operand and
 //!   result bytes. **`custom-call`**: cuBLAS GEMMs (`__cublas$gemm`, `__cublas$lt$matmul*`) as
@@ -98,13 +103,16 @@ mod collectives;
 #[cfg(test)]
 mod compiled_tests;
 mod cost;
+#[cfg(test)]
+mod loop_tests;
 mod sequence;
 #[cfg(test)]
 mod tests;
+mod trip_count;
 mod unroll;
 
 pub use sequence::sequence_plan;
-pub(crate) use unroll::trip_count;
+pub(crate) use unroll::{keeps_loop, trip_count};
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -121,13 +129,22 @@ pub struct ImportOptions {
     /// Devices of the module when the header does not say (`num_partitions`,
     /// `replica_count`) and a collective names no group.
     pub devices: u32,
-    /// Most instructions an unrolled `while` may add before it is an error.
+    /// Most instructions unrolled `while` loops may add: a loop that would pass it is kept
+    /// as one iteration whose ops cost its trip count times theirs (a warning names it), and
+    /// the exporter refuses to write it.
     pub max_unrolled: usize,
     /// Trip counts of `while` loops by instruction name (without `%`), for loops whose count
     /// the module does not give (a decode loop, say); a count here also wins over the
     /// loop's `backend_config`. The name applies to every `while` of that name in any
     /// computation; a name that is no `while` of the module is an error.
     pub trip_counts: BTreeMap<String, u64>,
+    /// The trip count of every `while` loop whose count is neither given
+    /// ([`ImportOptions::trip_counts`], `backend_config`) nor read from the loop; each such
+    /// loop gets a warning in [`ImportReport::warnings`] that names it and says why its count
+    /// could not be read. `None` (the default): such a loop is an error. XLA's own cost
+    /// analysis (`HloCostAnalysis`) costs a loop as one iteration of its body whatever its
+    /// count, which `Some(1)` reproduces.
+    pub unknown_trip_count: Option<u64>,
     /// For a profiler trace read through [`crate::read`]: which `ProfilerStep#N` to import;
     /// `None` the median step ([`crate::kineto::TraceOptions::step`]). HLO modules ignore it.
     pub trace_step: Option<u64>,
@@ -143,6 +160,7 @@ impl Default for ImportOptions {
             devices: 8,
             max_unrolled: 2_000_000,
             trip_counts: BTreeMap::new(),
+            unknown_trip_count: None,
             trace_step: None,
             trace_launch_times: true,
         }
@@ -156,7 +174,9 @@ pub struct ImportReport {
     pub instructions: usize,
     /// Instructions of the entry computation per opcode.
     pub opcodes: BTreeMap<String, usize>,
-    /// One line per unknown opcode or custom-call target costed conservatively.
+    /// One line per unknown opcode or custom-call target costed conservatively, per loop
+    /// counted with [`ImportOptions::unknown_trip_count`], and per loop kept rather than
+    /// unrolled ([`ImportOptions::max_unrolled`]).
     pub warnings: Vec<String>,
     /// The module's own schedule, when its header says `is_scheduled=true` (XLA's
     /// after-optimizations dumps): every op's launch and every async collective's end

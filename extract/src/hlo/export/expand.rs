@@ -8,7 +8,7 @@ use concerto_graph::{Graph, OpId};
 use super::clones::Clones;
 use super::{async_form, by_name, control_names, AsyncForm, ExportError, Inst, Kind};
 use crate::hlo::ast::{Computation, Instruction, Module};
-use crate::hlo::lower::{trip_count, ImportOptions};
+use crate::hlo::lower::{keeps_loop, trip_count, ImportOptions};
 
 /// Builds the written entry computation's instructions: the entry's, loops unrolled.
 pub(super) struct Expander<'m> {
@@ -188,7 +188,30 @@ impl<'m> Expander<'m> {
         let body = self.called(i, "body")?;
         let cond = self.called(i, "condition")?;
         let n = trip_count(self.module, self.options, i, cond, body)
-            .ok_or_else(|| Self::unsupported(i, "a while loop without a known trip count"))?;
+            .map_err(|why| {
+                Self::unsupported(i, format!("a while loop without a known trip count: {why}"))
+            })?
+            .n;
+        // The import kept the loop as one costed iteration when unrolling it was too large
+        // (its ops are `<loop>.body.*`): writing it unrolled would be another program.
+        let kept = format!("{prefix}{}.body.", i.name);
+        let kept_ops = self
+            .ops
+            .range(kept.as_str()..)
+            .next()
+            .is_some_and(|(name, _)| name.starts_with(&kept));
+        let per_iter = body.instructions.len().max(1);
+        if kept_ops || keeps_loop(n, per_iter, 0, self.options) {
+            return Err(Self::unsupported(
+                i,
+                format!(
+                    "the graph keeps this while loop of {n} iterations as one iteration \
+                     costed {n} times (unrolling it passes ImportOptions::max_unrolled, {}); \
+                     the exporter writes unrolled loops only",
+                    self.options.max_unrolled
+                ),
+            ));
+        }
         if self.depth >= 64 {
             return Err(Self::unsupported(i, "while loops nest more than 64 deep"));
         }

@@ -1,0 +1,703 @@
+//! Trip counts of `while` loops read from the loop itself, as XLA reads them: its
+//! `ComputeWhileLoopTripCount` (`xla/hlo/analysis/while_loop_analysis.cc`).
+//!
+//! 1. **The induction variable**: the one element of the loop state (a `tuple`) that the
+//!    condition's root reads, through scalar ops, copies, fusions and calls only
+//!    (`GetLoopInductionVarTupleIdx`); the body's new value of that element must read that
+//!    element alone, through the same kind of ops.
+//! 2. **Its initial value**: the state tuple's element (through copies and
+//!    `get-tuple-element`s of `tuple`s), evaluated as XLA's evaluator does it without recursion:
+//!    a constant, or one op whose operands are constants (`add(constant, constant)`,
+//!    `convert(constant)`, a fusion of constants).
+//! 3. **The closed form** (`MatchTrivialLoopTripCount`): the body adds a positive constant to
+//!    the element and the condition is `compare(i, N), direction=LT` or `LE` with a constant
+//!    `N`: `ceil((N - init) / step)`, or `floor((N - init) / step) + 1` for `LE`, 0 when the
+//!    bound is already passed. (XLA's own arithmetic returns one fewer in a corner: `LT`,
+//!    step above 1, a count not below the bound; here it is what the loop runs.)
+//! 4. **Else a bounded evaluation**: when the condition's root and the body's update are each
+//!    one op of the element and constants (any comparison direction, the constant on either
+//!    side, a negative step, a `subtract`, a fusion), both are evaluated from the initial value
+//!    up to 128 iterations (XLA's `max_brute_force_iters`), integer and `pred` scalars only.
+//!
+//! Beyond XLA's function: a condition whose root is `constant(false)` runs zero times, and a
+//! `constant(true)` one never ends. What fails is an [`Unknown`] that says why.
+//!
+//! Cost: O(instructions of the condition and the body) per loop, plus at most 129
+//! evaluations of the condition and the update.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+
+use crate::hlo::ast::{Computation, Instruction, Module, Shape};
+
+mod evaluate;
+
+use evaluate::{constant, evaluate, Ty, Val};
+
+/// Iterations the bounded evaluation runs at most (XLA's `max_brute_force_iters`).
+pub(crate) const MAX_EVALUATED: u64 = 128;
+
+/// Calls nested deeper than this in an evaluated or traced computation end the analysis (a
+/// computation calling itself).
+const MAX_DEPTH: usize = 32;
+
+/// Why a `while` loop's trip count could not be read from the loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Unknown {
+    /// The condition's root is `constant(true)`.
+    AlwaysTrue,
+    /// The evaluated induction variable comes back to a value while the condition holds.
+    NeverEnds { index: usize, value: i128 },
+    /// The condition still holds after [`MAX_EVALUATED`] evaluated iterations.
+    BeyondEvaluation {
+        index: usize,
+        init: i128,
+        last: i128,
+    },
+    /// The condition is an element of the state the body computes (a flag), or the state
+    /// itself; `why` says what else failed.
+    DataDependent { index: Option<usize>, why: String },
+    /// The condition reads several elements of the state (a bound carried in the loop).
+    SeveralElements(Vec<usize>),
+    /// The condition does not read one scalar element of the state through scalar ops.
+    NoInductionVariable(String),
+    /// The state is not built by a `tuple` instruction.
+    StateNotTuple(String),
+    /// The body's root is not a `tuple` instruction.
+    BodyNotTuple(String),
+    /// The body's new value of the element reads something other than that element.
+    UpdateNotInduction {
+        index: usize,
+        at: String,
+        why: String,
+    },
+    /// The initial value of the element is not a constant.
+    InitNotConstant {
+        index: usize,
+        at: String,
+        why: String,
+    },
+    /// The body's update is not one op of the element and constants.
+    UpdateNotSimple { index: usize, at: String },
+    /// The condition's root is not one op of the element and constants.
+    BoundNotConstant { index: usize, at: String },
+    /// Evaluating the condition or the update failed.
+    NotEvaluable(String),
+}
+
+impl fmt::Display for Unknown {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unknown::AlwaysTrue => write!(f, "its condition is `constant(true)`: it never ends"),
+            Unknown::NeverEnds { index, value } => write!(
+                f,
+                "it never ends: its induction variable (state element {index}) comes back \
+                 to {value} while the condition holds"
+            ),
+            Unknown::BeyondEvaluation { index, init, last } => write!(
+                f,
+                "its condition still holds after {MAX_EVALUATED} evaluated iterations \
+                 (XLA's limit; state element {index} went from {init} to {last}): it runs \
+                 longer, or never ends"
+            ),
+            Unknown::DataDependent {
+                index: Some(k),
+                why,
+            } => write!(
+                f,
+                "its condition is data-dependent: state element {k}, a value the body \
+                 computes, not a counter against a bound ({why})"
+            ),
+            Unknown::DataDependent { index: None, why } => write!(
+                f,
+                "its condition is data-dependent: the loop state itself ({why})"
+            ),
+            Unknown::SeveralElements(v) => {
+                let list: Vec<String> = v.iter().map(usize::to_string).collect();
+                write!(
+                    f,
+                    "its condition reads state elements {}: no single counter against a \
+                     constant bound (a bound carried in the loop is not a constant)",
+                    list.join(", ")
+                )
+            }
+            Unknown::NoInductionVariable(why) => write!(
+                f,
+                "its condition does not read one scalar element of the loop state through \
+                 scalar ops: {why}"
+            ),
+            Unknown::StateNotTuple(at) => write!(
+                f,
+                "its initial state `%{at}` is not a `tuple` instruction, where the \
+                 induction variable would be"
+            ),
+            Unknown::BodyNotTuple(at) => {
+                write!(f, "its body's root `%{at}` is not a `tuple` instruction")
+            }
+            Unknown::UpdateNotInduction { index, at, why } => write!(
+                f,
+                "the body's new value of state element {index}, `%{at}`, is not computed \
+                 from that element alone through scalar ops: {why}"
+            ),
+            Unknown::InitNotConstant { index, at, why } => write!(
+                f,
+                "the initial value of its induction variable (state element {index}), \
+                 `%{at}`, is not a constant: {why}"
+            ),
+            Unknown::UpdateNotSimple { index, at } => write!(
+                f,
+                "the body's update of state element {index}, `%{at}`, is not one op of \
+                 that element and constants"
+            ),
+            Unknown::BoundNotConstant { index, at } => write!(
+                f,
+                "its condition `%{at}` does not compare state element {index} with \
+                 constants only (the bound is not a constant)"
+            ),
+            Unknown::NotEvaluable(why) => write!(f, "evaluating it failed: {why}"),
+        }
+    }
+}
+
+/// A computation's instructions by name.
+struct Comp<'m> {
+    c: &'m Computation,
+    by_name: BTreeMap<&'m str, &'m Instruction>,
+}
+
+impl<'m> Comp<'m> {
+    fn new(c: &'m Computation) -> Self {
+        let by_name = c
+            .instructions
+            .iter()
+            .map(|i| (i.name.as_str(), i))
+            .collect();
+        Comp { c, by_name }
+    }
+
+    fn get(&self, name: &str) -> Option<&'m Instruction> {
+        self.by_name.get(name).copied()
+    }
+
+    fn operand(&self, i: &Instruction, k: usize) -> Option<&'m Instruction> {
+        self.get(i.operands.get(k)?)
+    }
+
+    fn root(&self) -> Option<&'m Instruction> {
+        self.c.instructions.get(self.c.root)
+    }
+
+    /// Parameter 0 (a loop's condition and body have only that one).
+    fn param0(&self) -> Option<&'m Instruction> {
+        self.c
+            .instructions
+            .iter()
+            .find(|i| i.opcode == "parameter" && i.literal.as_deref().map(str::trim) == Some("0"))
+    }
+
+    /// The only `get-tuple-element` of `param` at `index` (XLA's
+    /// `hlo_query::GetUniqueGteInstruction`); `None` if there are none or several.
+    fn unique_gte(&self, param: &Instruction, index: usize) -> Option<&'m Instruction> {
+        let mut found = self.c.instructions.iter().filter(|i| {
+            i.opcode == "get-tuple-element"
+                && i.operands.first() == Some(&param.name)
+                && tuple_index(i) == Some(index)
+        });
+        let first = found.next()?;
+        found.next().is_none().then_some(first)
+    }
+
+    /// Follows copies and `get-tuple-element`s of `tuple`s back to where the value is made
+    /// (XLA's `TraceThroughCopyAndGteTupleChain`).
+    fn trace(&self, mut i: &'m Instruction) -> &'m Instruction {
+        for _ in 0..self.c.instructions.len() {
+            let next = match i.opcode.as_str() {
+                "copy" | "copy-start" | "copy-done" => self.operand(i, 0),
+                "get-tuple-element" => self
+                    .operand(i, 0)
+                    .filter(|t| t.opcode == "tuple")
+                    .and_then(|t| self.operand(t, tuple_index(i)?)),
+                _ => None,
+            };
+            match next {
+                Some(n) => i = n,
+                None => break,
+            }
+        }
+        i
+    }
+
+    /// The one operand of `i` that is no `constant` (XLA's `NonConstantOperand`).
+    fn non_constant_operand(&self, i: &Instruction) -> Option<&'m Instruction> {
+        let mut result: Option<&'m Instruction> = None;
+        for o in &i.operands {
+            let x = self.get(o)?;
+            if x.opcode != "constant" {
+                if result.is_some_and(|r| r.name != x.name) {
+                    return None;
+                }
+                result = Some(x);
+            }
+        }
+        result
+    }
+}
+
+/// The `index=` of a `get-tuple-element`.
+fn tuple_index(i: &Instruction) -> Option<usize> {
+    i.attribute("index")?.integer().ok()?.try_into().ok()
+}
+
+fn is_scalar(shape: &Shape) -> bool {
+    matches!(shape, Shape::Array { dims, .. } if dims.is_empty())
+}
+
+/// Opcodes XLA's analysis never evaluates (`IsCollective`, send/recv, custom calls).
+fn is_opaque(opcode: &str) -> bool {
+    const COLLECTIVES: &[&str] = &[
+        "all-reduce",
+        "all-gather",
+        "reduce-scatter",
+        "all-to-all",
+        "ragged-all-to-all",
+        "collective-permute",
+        "collective-broadcast",
+        "send",
+        "recv",
+    ];
+    opcode == "custom-call" || COLLECTIVES.iter().any(|c| opcode.starts_with(c))
+}
+
+/// The computations `i` calls (`calls=`, `to_apply=`, a loop's, a conditional's branches).
+fn called<'m>(module: &'m Module, i: &Instruction) -> Vec<&'m Computation> {
+    const ATTRS: &[&str] = &[
+        "calls",
+        "to_apply",
+        "body",
+        "condition",
+        "branch_computations",
+        "true_computation",
+        "false_computation",
+    ];
+    let mut names = Vec::new();
+    for a in ATTRS.iter().filter_map(|a| i.attribute(a)) {
+        match a.computation() {
+            Ok(name) => names.push(name),
+            Err(_) => names.extend(a.computations().unwrap_or_default()),
+        }
+    }
+    names
+        .into_iter()
+        .filter_map(|n| module.computation(n))
+        .collect()
+}
+
+/// Whether `i` is a scalar op whose called computations hold only such ops (XLA's
+/// `IsScalarOp`): what the analysis may evaluate.
+fn is_scalar_op(module: &Module, i: &Instruction, depth: usize) -> bool {
+    if is_opaque(&i.opcode) || depth > MAX_DEPTH {
+        return false;
+    }
+    called(module, i).iter().all(|c| {
+        c.instructions
+            .iter()
+            .all(|x| is_scalar_op(module, x, depth + 1))
+    }) && is_scalar(&i.shape)
+}
+
+/// The callee of a `fusion` or a `call`.
+fn callee<'m>(module: &'m Module, i: &Instruction) -> Option<&'m Computation> {
+    let attr = if i.opcode == "fusion" {
+        "calls"
+    } else {
+        "to_apply"
+    };
+    module.computation(i.attribute(attr)?.computation().ok()?)
+}
+
+/// A parameter of a called computation that an output reaches: its number and the tuple
+/// element read, if it is read through a `get-tuple-element`.
+type Reaching = (usize, Option<usize>);
+
+/// The parameters of `comp` that its root (element `output` of it, if given) reads (XLA's
+/// `GetReachingParameters`); `None` when the way there is not scalar.
+fn reaching_parameters(
+    module: &Module,
+    comp: &Computation,
+    output: Option<usize>,
+    verified: bool,
+    depth: usize,
+) -> Option<Vec<Reaching>> {
+    let c = Comp::new(comp);
+    let mut found: BTreeSet<Reaching> = BTreeSet::new();
+    let mut seen: BTreeSet<(&str, Option<usize>)> = BTreeSet::new();
+    let mut work = vec![(c.root()?, output)];
+    while let Some((i, index)) = work.pop() {
+        if !seen.insert((&i.name, index)) {
+            continue;
+        }
+        let tuple = matches!(i.shape, Shape::Tuple(_));
+        if (index.is_some() && !tuple) || (index.is_none() && !is_scalar(&i.shape)) {
+            return None;
+        }
+        match i.opcode.as_str() {
+            "parameter" => {
+                found.insert((i.literal.as_deref()?.trim().parse().ok()?, index));
+            }
+            "tuple" => work.push((c.operand(i, index?)?, None)),
+            "get-tuple-element" => work.push((c.operand(i, 0)?, Some(tuple_index(i)?))),
+            "copy" => work.push((c.operand(i, 0)?, index)),
+            "fusion" | "call" => {
+                if depth > MAX_DEPTH {
+                    return None;
+                }
+                let inner = callee(module, i)?;
+                for (p, k) in reaching_parameters(module, inner, index, verified, depth + 1)? {
+                    work.push((c.operand(i, p)?, k));
+                }
+            }
+            _ => {
+                if index.is_some() || (!verified && !is_scalar_op(module, i, depth)) {
+                    return None;
+                }
+                for k in 0..i.operands.len() {
+                    work.push((c.operand(i, k)?, None));
+                }
+            }
+        }
+    }
+    Some(found.into_iter().collect())
+}
+
+/// The elements of the tuple parameter `param` of `c` that `out` reads, through scalar ops,
+/// copies, fusions and calls only (XLA's `GetGTEDependenceIndices`); else why not.
+fn element_dependence(
+    module: &Module,
+    c: &Comp<'_>,
+    out: &Instruction,
+    param: &Instruction,
+) -> Result<BTreeSet<usize>, String> {
+    let mut found = BTreeSet::new();
+    let mut seen = BTreeSet::new();
+    let mut work = vec![out];
+    let undefined = |o: &str| format!("`%{o}` is not defined");
+    while let Some(i) = work.pop() {
+        if !seen.insert(i.name.as_str()) {
+            continue;
+        }
+        let operand = |k: usize| {
+            let o = i.operands.get(k).map_or("", String::as_str);
+            c.get(o).ok_or_else(|| undefined(o))
+        };
+        match i.opcode.as_str() {
+            _ if i.name == param.name => {
+                return Err(format!("it reads the whole state `%{}`", i.name))
+            }
+            "parameter" => return Err(format!("it reads parameter `%{}`", i.name)),
+            "get-tuple-element" => {
+                if !is_scalar(&i.shape) {
+                    return Err(format!("it reads `%{}`, which is not a scalar", i.name));
+                }
+                let mut t = operand(0)?;
+                while t.opcode == "copy" {
+                    t = c.operand(t, 0).ok_or_else(|| undefined(&t.name))?;
+                }
+                let index = tuple_index(i).ok_or_else(|| format!("`%{}` has no index", i.name))?;
+                if t.name == param.name {
+                    found.insert(index);
+                } else if t.opcode == "tuple" {
+                    for k in 0..t.operands.len() {
+                        work.push(c.operand(t, k).ok_or_else(|| undefined(&t.name))?);
+                    }
+                } else if matches!(t.opcode.as_str(), "fusion" | "call") {
+                    called_elements(
+                        module,
+                        c,
+                        t,
+                        param,
+                        Some(index),
+                        false,
+                        &mut work,
+                        &mut found,
+                    )?;
+                } else {
+                    return Err(format!("it reads `%{}` of `%{}`", i.name, t.name));
+                }
+            }
+            "copy" => work.push(operand(0)?),
+            "fusion" | "call" if is_scalar_op(module, i, 0) => {
+                called_elements(module, c, i, param, None, true, &mut work, &mut found)?;
+            }
+            _ if !is_scalar_op(module, i, 0) => {
+                return Err(format!(
+                    "it reads `%{}` (`{}`), which is not a scalar op",
+                    i.name, i.opcode
+                ))
+            }
+            _ => {
+                for k in 0..i.operands.len() {
+                    work.push(operand(k)?);
+                }
+            }
+        }
+    }
+    if found.is_empty() {
+        return Err("it reads no element of the loop state".to_string());
+    }
+    Ok(found)
+}
+
+/// For a `fusion` or `call` `caller` in `c`: the elements of `param` its output (element
+/// `output`) reads, into `found`, and its scalar operands into `work` (XLA's
+/// `ProcessCalledComputation`).
+#[allow(clippy::too_many_arguments)] // XLA's helper's own arguments, kept for the comparison.
+fn called_elements<'m>(
+    module: &Module,
+    c: &Comp<'m>,
+    caller: &Instruction,
+    param: &Instruction,
+    output: Option<usize>,
+    verified: bool,
+    work: &mut Vec<&'m Instruction>,
+    found: &mut BTreeSet<usize>,
+) -> Result<(), String> {
+    let not_scalar = || {
+        format!(
+            "it reads `%{}`, which does not compute scalars",
+            caller.name
+        )
+    };
+    let inner = callee(module, caller).ok_or_else(not_scalar)?;
+    for (p, k) in reaching_parameters(module, inner, output, verified, 0).ok_or_else(not_scalar)? {
+        let mut arg = c.operand(caller, p).ok_or_else(not_scalar)?;
+        match k {
+            Some(k) => {
+                while arg.opcode == "copy" {
+                    arg = c.operand(arg, 0).ok_or_else(not_scalar)?;
+                }
+                if arg.name != param.name {
+                    return Err(not_scalar());
+                }
+                found.insert(k);
+            }
+            None => work.push(arg),
+        }
+    }
+    Ok(())
+}
+
+/// The trip count of `while` loop `w` of computation `caller` (see the module docs).
+pub(crate) fn analyse(
+    module: &Module,
+    caller: &Computation,
+    w: &Instruction,
+    cond: &Computation,
+    body: &Computation,
+) -> Result<u64, Unknown> {
+    let cc = Comp::new(cond);
+    let root = cc
+        .root()
+        .ok_or_else(|| Unknown::NoInductionVariable("the condition has no root".into()))?;
+    if root.opcode == "constant" {
+        return match root.literal.as_deref().map(str::trim) {
+            Some("false") => Ok(0),
+            Some("true") => Err(Unknown::AlwaysTrue),
+            _ => Err(Unknown::NoInductionVariable(format!(
+                "its root `%{}` is a constant, not `true` or `false`",
+                root.name
+            ))),
+        };
+    }
+    // A condition that is the state's flag, or the state itself: data-dependent.
+    let traced = cc.trace(root);
+    let param = cc.param0();
+    let flag = match param {
+        Some(p) if traced.name == p.name => Some(None),
+        Some(p)
+            if traced.opcode == "get-tuple-element" && traced.operands.first() == Some(&p.name) =>
+        {
+            Some(tuple_index(traced))
+        }
+        _ => None,
+    };
+    let counted = count(module, caller, w, &cc, &Comp::new(body));
+    match (counted, flag) {
+        (Err(e @ (Unknown::NeverEnds { .. } | Unknown::BeyondEvaluation { .. })), _) => Err(e),
+        (Err(e), Some(index)) => Err(Unknown::DataDependent {
+            index,
+            why: e.to_string(),
+        }),
+        (r, _) => r,
+    }
+}
+
+/// Steps 1 to 4 of the module docs, from the induction variable on.
+fn count(
+    module: &Module,
+    caller: &Computation,
+    w: &Instruction,
+    cc: &Comp<'_>,
+    bc: &Comp<'_>,
+) -> Result<u64, Unknown> {
+    let no_param = || Unknown::NoInductionVariable("the condition has no parameter".into());
+    let root = cc.root().ok_or_else(no_param)?;
+    let cparam = cc.param0().ok_or_else(no_param)?;
+    if !matches!(cparam.shape, Shape::Tuple(_)) {
+        // XLA's analysis reads an induction variable from a tuple only.
+        return Err(Unknown::StateNotTuple(
+            w.operands.first().cloned().unwrap_or_default(),
+        ));
+    }
+    let indices =
+        element_dependence(module, cc, root, cparam).map_err(Unknown::NoInductionVariable)?;
+    let kc = Comp::new(caller);
+    let init = kc
+        .operand(w, 0)
+        .ok_or_else(|| Unknown::StateNotTuple(w.operands.first().cloned().unwrap_or_default()))?;
+    if init.opcode != "tuple" {
+        return Err(Unknown::StateNotTuple(init.name.clone()));
+    }
+    let index = match indices.iter().collect::<Vec<_>>()[..] {
+        [&k] => k,
+        _ => return Err(Unknown::SeveralElements(indices.into_iter().collect())),
+    };
+    let broot = bc
+        .root()
+        .ok_or_else(|| Unknown::BodyNotTuple(String::new()))?;
+    if broot.opcode != "tuple" {
+        return Err(Unknown::BodyNotTuple(broot.name.clone()));
+    }
+    let update = bc
+        .operand(broot, index)
+        .ok_or_else(|| Unknown::BodyNotTuple(broot.name.clone()))?;
+    let inc = bc.trace(update);
+    let bparam = bc.param0().ok_or_else(no_param)?;
+    match element_dependence(module, bc, inc, bparam) {
+        Ok(s) if s.len() == 1 && s.contains(&index) => {}
+        Ok(s) => {
+            let list: Vec<String> = s.iter().map(usize::to_string).collect();
+            return Err(Unknown::UpdateNotInduction {
+                index,
+                at: inc.name.clone(),
+                why: format!("it reads state elements {}", list.join(", ")),
+            });
+        }
+        Err(why) => {
+            return Err(Unknown::UpdateNotInduction {
+                index,
+                at: inc.name.clone(),
+                why,
+            })
+        }
+    }
+    let start = kc
+        .operand(init, index)
+        .map(|i| kc.trace(i))
+        .ok_or_else(|| Unknown::StateNotTuple(init.name.clone()))?;
+    let value = evaluate(module, &kc, start, None).map_err(|why| Unknown::InitNotConstant {
+        index,
+        at: start.name.clone(),
+        why,
+    })?;
+    if let Some(n) = closed_form(cc, bc, index, &value) {
+        return Ok(n);
+    }
+    brute_force(module, cc, bc, index, value)
+}
+
+/// XLA's `MatchTrivialLoopTripCount` (step 3 of the module docs), `None` when the loop is
+/// not of that form.
+fn closed_form(cc: &Comp<'_>, bc: &Comp<'_>, index: usize, init: &Val) -> Option<u64> {
+    let init = init.int()?;
+    let update = bc.trace(bc.operand(bc.root()?, index)?);
+    let var = bc.non_constant_operand(update)?;
+    if bc.trace(var).name != bc.unique_gte(bc.param0()?, index)?.name || update.opcode != "add" {
+        return None;
+    }
+    let step_at = update.operands.iter().find(|o| **o != var.name)?;
+    let step = constant(bc.get(step_at)?).ok()?.int()?;
+    if step <= 0 {
+        return None;
+    }
+    let root = cc.root()?;
+    let cvar = cc.non_constant_operand(root)?;
+    if cvar.name != cc.unique_gte(cc.param0()?, index)?.name
+        || root.opcode != "compare"
+        || root.operands.len() != 2
+        || root.operands[0] != cvar.name
+    {
+        return None;
+    }
+    let bound = constant(cc.get(&root.operands[1])?).ok()?.int()?;
+    let n = match root.attribute("direction")?.value.trim() {
+        "LT" if bound <= init => 0,
+        "LT" => (bound - init + step - 1) / step,
+        "LE" if bound < init => 0,
+        "LE" => (bound - init) / step + 1,
+        _ => return None,
+    };
+    u64::try_from(n).ok()
+}
+
+/// Step 4 of the module docs: the condition and the update evaluated from `value` up to
+/// [`MAX_EVALUATED`] iterations.
+fn brute_force(
+    module: &Module,
+    cc: &Comp<'_>,
+    bc: &Comp<'_>,
+    index: usize,
+    mut value: Val,
+) -> Result<u64, Unknown> {
+    let update = bc
+        .root()
+        .and_then(|r| bc.operand(r, index))
+        .ok_or_else(|| Unknown::BodyNotTuple(String::new()))?;
+    let var = bc
+        .non_constant_operand(update)
+        .zip(bc.param0().and_then(|p| bc.unique_gte(p, index)))
+        .filter(|(v, g)| v.name == g.name)
+        .map(|(v, _)| v)
+        .ok_or_else(|| Unknown::UpdateNotSimple {
+            index,
+            at: update.name.clone(),
+        })?;
+    let root = cc
+        .root()
+        .ok_or_else(|| Unknown::NotEvaluable("no root".into()))?;
+    let cvar = cc
+        .non_constant_operand(root)
+        .zip(cc.param0().and_then(|p| cc.unique_gte(p, index)))
+        .filter(|(v, g)| v.name == g.name)
+        .map(|(v, _)| v)
+        .ok_or_else(|| Unknown::BoundNotConstant {
+            index,
+            at: root.name.clone(),
+        })?;
+    let init = value.int().unwrap_or_default();
+    let mut seen = BTreeSet::new();
+    for trips in 0..=MAX_EVALUATED {
+        let v = value.int().unwrap_or_default();
+        if !seen.insert(v) {
+            return Err(Unknown::NeverEnds { index, value: v });
+        }
+        let go = evaluate(module, cc, root, Some((&cvar.name, &value)))
+            .map_err(Unknown::NotEvaluable)?;
+        match go {
+            Val::Scalar(Ty::Pred, 0) => return Ok(trips),
+            Val::Scalar(Ty::Pred, _) => {}
+            _ => {
+                return Err(Unknown::NotEvaluable(format!(
+                    "`%{}` is not a `pred`",
+                    root.name
+                )))
+            }
+        }
+        value = evaluate(module, bc, update, Some((&var.name, &value)))
+            .map_err(Unknown::NotEvaluable)?;
+    }
+    Err(Unknown::BeyondEvaluation {
+        index,
+        init,
+        last: value.int().unwrap_or_default(),
+    })
+}
