@@ -284,14 +284,14 @@ impl Pareto {
             (top + h - bottom) / 2.0,
             (top + h - bottom) / 2.0
         );
-        // The floor.
+        // The floor, labelled at its foot (the legend is at the top left).
         let fx = c.px(gib(self.floor_bytes));
         let _ = writeln!(
             s,
             r#"<line x1="{fx:.1}" y1="{top}" x2="{fx:.1}" y2="{}" stroke="gray" stroke-dasharray="4 4"/><text x="{:.1}" y="{}" fill="gray">floor</text>"#,
             h - bottom,
             fx + 4.0,
-            top + 12.0
+            h - bottom - 6.0
         );
     }
 
