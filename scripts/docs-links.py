@@ -3,7 +3,8 @@
 
 Usage: scripts/docs-links.py BOOK_HTML_DIR [--src docs/src] [--repo .] [--max-readme-lines 300]
 
-- In the built HTML (every page but mdBook's own `print.html`, `toc.html` and `404.html`):
+- In the built HTML (every page but mdBook's own `print.html`, `toc.html` and `404.html`, and
+  but the rustdoc pages under `api/`, whose files links into them must name):
   every `<a href>` and `<img src>` that is not absolute (no scheme, no leading `/`). A link
   inside the book must name a file of the book, and its `#anchor` an `id` of that page. A link
   that leaves the book is a link to a repository file: it is resolved from the chapter's
@@ -27,6 +28,8 @@ from html.parser import HTMLParser
 from urllib.parse import unquote, urlsplit
 
 SKIP_PAGES = {"print.html", "toc.html", "404.html"}
+# The API docs (`cargo doc`) that scripts/docs copies into the book: pages may link into them.
+API = "api"
 MD_LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 
 
@@ -90,7 +93,9 @@ class Checker:
                                f"{os.path.relpath(html, self.book)}")
 
     def check_book(self) -> None:
-        for folder, _, files in os.walk(self.book):
+        for folder, subfolders, files in os.walk(self.book):
+            if folder == self.book and API in subfolders:
+                subfolders.remove(API)  # rustdoc's pages: links into them are checked, not theirs
             for name in sorted(files):
                 if not name.endswith(".html"):
                     continue
