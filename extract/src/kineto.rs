@@ -58,7 +58,7 @@
 //!
 //! The trace is read as a stream ([`Trace::read`], gzip decoded on the way): one event at a
 //! time, keeping only the fields above, so memory grows with the GPU ops, launch calls and
-//! shaped CPU ops, not with the file (a 1 GB trace imports in about 160 MB).
+//! shaped CPU ops, not with the file (a 1 GB trace of a V100 job imports in about 140 MB).
 //!
 //! Sources: the trace format of Kineto (`libkineto/src/output_json.cpp`) and PyTorch's
 //! profiler; the critical-path rules of HolisticTraceAnalysis
