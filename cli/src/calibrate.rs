@@ -81,16 +81,17 @@ fn import(
     args: &CalibrateArgs,
     step: Option<u64>,
 ) -> anyhow::Result<(concerto_graph::Graph, kineto::TraceReport)> {
-    let bytes =
-        std::fs::read(&args.trace).with_context(|| format!("reading {}", args.trace.display()))?;
-    let text =
-        kineto::decode(&bytes).with_context(|| format!("reading {}", args.trace.display()))?;
+    let file = std::fs::File::open(&args.trace)
+        .with_context(|| format!("reading {}", args.trace.display()))?;
+    let trace = kineto::Trace::read(std::io::BufReader::new(file))
+        .with_context(|| format!("reading {}", args.trace.display()))?;
     let options = TraceOptions {
         step,
         gpus_per_node: args.gpus_per_node,
         ..TraceOptions::default()
     };
-    kineto::import(&text, &options)
+    trace
+        .import(&options)
         .with_context(|| format!("importing trace {}", args.trace.display()))
 }
 

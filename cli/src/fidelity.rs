@@ -86,8 +86,9 @@ pub(crate) fn run(args: &FidelityArgs) -> Result<(), Failure> {
             None => StreamPlan::program_order(&graph)?,
         };
         let step = makespan(&graph, &plan, &hardware)?;
-        let text = concerto_extract::read::read_text(trace)?;
-        let measured = KernelProfile::read(&text, &module.name)
+        let file = std::fs::File::open(trace)
+            .map_err(|e| anyhow::anyhow!("reading profile {}: {e}", trace.display()))?;
+        let measured = KernelProfile::read_from(std::io::BufReader::new(file), &module.name)
             .map_err(|e| anyhow::anyhow!("reading profile {}: {e}", trace.display()))?;
         let fidelity =
             Fidelity::of_module(&graph, module, &measured, &hardware, step).map_err(|e| {

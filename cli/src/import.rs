@@ -324,4 +324,11 @@ fn print_trace(t: &concerto_extract::kineto::TraceReport, replay: u64) {
         "launch        latency {:.1} us added to every CPU launch time",
         t.launch_latency_ns as f64 / 1e3
     );
+    if t.multi_op_launches > 0 || t.unlaunched_ops > 0 {
+        println!(
+            "launches      {} launch calls ran several GPU ops (graph replays); {} GPU ops have \
+             no launch call (released at their measured start)",
+            t.multi_op_launches, t.unlaunched_ops
+        );
+    }
 }

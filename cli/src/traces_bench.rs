@@ -1,7 +1,7 @@
-//! `concerto bench traces`: the simulator against measured steps. Every step of each profiler
-//! trace is imported and its recorded order replayed ([`kineto::fidelity`]); the table shows
-//! the median step, the worst step, the largest shift of one op, and the step without its CPU
-//! launch times (the GPU alone).
+//! `concerto bench traces`: the simulator against measured steps. Each profiler trace is read
+//! once, as a stream, and every step of it imported and its recorded order replayed
+//! ([`kineto::fidelity`]); the table shows the median step, the worst step, the largest shift of
+//! one op, and the step without its CPU launch times (the GPU alone).
 
 use std::path::PathBuf;
 
@@ -71,10 +71,10 @@ pub(crate) fn run(args: &TracesArgs) -> Result<(), Failure> {
     let mut rows = Vec::new();
     for path in &paths {
         let what = || format!("bench traces {}", path.display());
-        let bytes = std::fs::read(path).with_context(what)?;
-        let text = kineto::decode(&bytes).with_context(what)?;
-        let (_, report) = kineto::import(&text, &options).with_context(what)?;
-        let fidelity = kineto::fidelity::fidelity(&text, &options).with_context(what)?;
+        let file = std::fs::File::open(path).with_context(what)?;
+        let trace = kineto::Trace::read(std::io::BufReader::new(file)).with_context(what)?;
+        let (_, report) = trace.import(&options).with_context(what)?;
+        let fidelity = kineto::fidelity::fidelity_of(&trace, &options).with_context(what)?;
         let name = concerto_extract::read::display_stem(path);
         rows.push(Row {
             trace: name,

@@ -38,6 +38,28 @@ fn import_prints_the_measured_step_and_its_exact_replay() {
     );
 }
 
+/// A graph launch of twenty ops and six kernels without a launch call
+/// (`fixtures/kineto/graph_launches.json`): all counted, in the text and in `--json`.
+#[test]
+fn import_counts_graph_launches_and_unlaunched_kernels() {
+    let path = format!(
+        "{}/../fixtures/kineto/graph_launches.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let v = json(&["import", &path, "--json"]);
+    assert_eq!(v["ops"], 39, "{v}");
+    assert_eq!(v["trace"]["unlaunched_ops"], 6, "{v}");
+    assert_eq!(v["trace"]["multi_op_launches"], 1, "{v}");
+    let o = concerto(&["import", &path]);
+    assert!(o.status.success());
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("launches      1 launch calls ran several GPU ops")
+            && out.contains("6 GPU ops have no launch call"),
+        "{out}"
+    );
+}
+
 #[test]
 fn optimize_and_simulate_a_trace() {
     let dir = scratch("kineto-optimize");

@@ -112,7 +112,17 @@ impl KernelProfile {
     /// see the module docs. A trace without a kernel of `module` is an error that lists the
     /// modules it has.
     pub fn read(text: &str, module: &str) -> Result<KernelProfile, ProfileError> {
-        let ev = read::events(text)?;
+        KernelProfile::read_from(text.as_bytes(), module)
+    }
+
+    /// [`KernelProfile::read`] from a stream, gzipped (by its magic number) or not: the trace
+    /// is never held whole, only its device events. Cost: O(events) time, O(device events)
+    /// memory.
+    pub fn read_from<R: std::io::BufRead>(
+        input: R,
+        module: &str,
+    ) -> Result<KernelProfile, ProfileError> {
+        let ev = read::events(input)?;
         let is_stream = |pid: &str, tid: &str| {
             ev.threads.is_empty()
                 || ev
@@ -427,8 +437,9 @@ fn apply_trace_file(
     hardware: &Hardware,
     strict: bool,
 ) -> Result<(Graph, ProfileReport), String> {
-    let text = crate::read::read_text(trace).map_err(|e| e.to_string())?;
-    let profile = KernelProfile::read(&text, &m.name)
+    let file =
+        std::fs::File::open(trace).map_err(|e| format!("reading {}: {e}", trace.display()))?;
+    let profile = KernelProfile::read_from(std::io::BufReader::new(file), &m.name)
         .map_err(|e| format!("reading profile {}: {e}", trace.display()))?;
     profile.apply(graph, m, hardware, strict).map_err(|e| {
         format!(

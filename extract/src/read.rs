@@ -1,8 +1,8 @@
 //! Reading a graph from any supported file, by its extension.
 //!
 //! `.hlo` and `.txt` are XLA HLO text modules ([`crate::hlo`]), gzipped or not (`.hlo.gz`);
-//! anything else is JSON, gzipped or not (by its magic number): a PyTorch profiler trace ([`crate::kineto`]) when it
-//! has a `traceEvents` key, else the native JSON graph format ([`Graph::from_json`]). Every
+//! anything else is JSON, gzipped or not (by its magic number): a PyTorch profiler trace
+//! ([`crate::kineto`], read as a stream) when it has a `traceEvents` key, else the native JSON graph format ([`Graph::from_json`]). Every
 //! error names the file.
 
 use std::path::{Path, PathBuf};
@@ -189,9 +189,11 @@ enum Json {
     Graph(Graph),
 }
 
-/// Reads a JSON file (gzipped or not): a profiler trace or a native graph.
+/// Reads a JSON file (gzipped or not): a profiler trace, read as a stream
+/// ([`kineto::Trace::read_if_trace`]: memory grows with what the importer keeps, not with the
+/// file), or else a native graph.
 fn read_json(path: &Path, options: &ImportOptions) -> Result<Json, ReadError> {
-    let bytes = std::fs::read(path).map_err(|source| ReadError::Io {
+    let file = std::fs::File::open(path).map_err(|source| ReadError::Io {
         path: path.to_path_buf(),
         source,
     })?;
@@ -199,16 +201,17 @@ fn read_json(path: &Path, options: &ImportOptions) -> Result<Json, ReadError> {
         path: path.to_path_buf(),
         source,
     };
-    let text = kineto::decode(&bytes).map_err(trace_err)?;
-    if kineto::looks_like_trace(&text) {
+    let input = std::io::BufReader::with_capacity(1 << 16, file);
+    if let Some(trace) = kineto::Trace::read_if_trace(input).map_err(trace_err)? {
         let trace_options = TraceOptions {
             step: options.trace_step,
             gpus_per_node: options.gpus_per_node,
             launch_times: options.trace_launch_times,
         };
-        let (graph, report) = kineto::import(&text, &trace_options).map_err(trace_err)?;
+        let (graph, report) = trace.import(&trace_options).map_err(trace_err)?;
         return Ok(Json::Trace(graph, Box::new(report)));
     }
+    let text = read_text(path)?;
     let graph = Graph::from_json(&text).map_err(|source| ReadError::Graph {
         path: path.to_path_buf(),
         source,

@@ -3,13 +3,17 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use concerto_graph::{ComputeClass, DType, GemmShape, Graph, GraphBuilder, LinkClass, Op, OpId};
+use concerto_graph::{Graph, GraphBuilder, LinkClass, Op, OpId};
 
-use super::classify::{collective_of, compute_class, dtype_of, short_name};
-use super::events::{Call, GpuCategory, GpuOp, Ns, Span, Trace};
-use super::{StepSummary, StreamMap, TraceError, TraceOptions, TraceReport};
+use super::classify::{collective_of, short_name};
+use super::events::{Call, GpuCategory, GpuOp, Ns, Trace};
+use super::{StreamMap, TraceError, TraceOptions, TraceReport};
+use ops::{compute_op, group_of, signature_of, ShapeIndex};
+use steps::{choose_step, span_of, steps, summarise};
 use waits::dependencies;
 
+mod ops;
+mod steps;
 mod waits;
 
 /// Launch-bound ops (started this long after they were ready) measure the launch latency.
@@ -22,45 +26,6 @@ const LATENCY_QUANTILE: f64 = 0.10;
 /// about 104 days, far beyond any profiled step. Below it the replay's clock (ns, in thousandths
 /// while an op runs) cannot overflow `u64`, and times stay exact in `f64`.
 const MAX_STEP_NS: u64 = 1 << 53;
-
-/// The steps of a trace: each with the GPU ops its CPU span launched.
-struct Steps<'t> {
-    names: Vec<String>,
-    ops: Vec<Vec<&'t GpuOp>>,
-}
-
-fn steps<'t>(trace: &'t Trace, launch: &BTreeMap<i64, &Call>) -> Steps<'t> {
-    let launched: Vec<&GpuOp> = trace
-        .gpu
-        .iter()
-        .filter(|g| launch.contains_key(&g.correlation))
-        .collect();
-    if trace.steps.is_empty() {
-        return Steps {
-            names: vec!["whole trace".into()],
-            ops: vec![launched],
-        };
-    }
-    let mut spans: Vec<&Span> = trace.steps.iter().collect();
-    spans.sort_by_key(|s| (s.ts, s.name.clone()));
-    let mut ops = vec![Vec::new(); spans.len()];
-    for g in launched {
-        let t = launch[&g.correlation].ts;
-        if let Some(k) = spans.iter().position(|s| s.ts <= t && t < s.ts + s.dur) {
-            ops[k].push(g);
-        }
-    }
-    Steps {
-        names: spans.iter().map(|s| s.name.clone()).collect(),
-        ops,
-    }
-}
-
-fn span_of(ops: &[&GpuOp]) -> u64 {
-    let lo = ops.iter().map(|g| g.start).min().unwrap_or(0);
-    let hi = ops.iter().map(|g| g.start + g.dur).max().unwrap_or(0);
-    (hi - lo).max(0) as u64
-}
 
 /// Whether a GPU op is an NCCL kernel.
 fn is_nccl(g: &GpuOp) -> bool {
@@ -79,14 +44,9 @@ pub(super) fn build(
         });
     }
     let launch: BTreeMap<i64, &Call> = trace.calls.iter().map(|c| (c.correlation, c)).collect();
-    let unlaunched = trace
-        .gpu
-        .iter()
-        .filter(|g| !launch.contains_key(&g.correlation))
-        .count();
     let steps = steps(trace, &launch);
     let summaries = summarise(&steps);
-    let chosen = choose_step(options, &steps, &summaries, unlaunched)?;
+    let chosen = choose_step(options, &steps, &summaries, steps.unlaunched)?;
     let mut ops: Vec<&GpuOp> = steps.ops[chosen].clone();
     if ops.is_empty() {
         return Err(TraceError::NoGpuEvents {
@@ -94,15 +54,14 @@ pub(super) fn build(
         });
     }
     ops.sort_by_key(|g| (g.start, g.start + g.dur, g.correlation));
-    let mut warnings = Vec::new();
-    if unlaunched > 0 {
-        warnings.push(format!(
-            "{unlaunched} GPU ops of the trace have no launch call (no matching correlation) and \
-             are left out"
-        ));
-    }
+    let calls: Vec<Option<&Call>> = ops
+        .iter()
+        .map(|g| launch.get(&g.correlation).copied())
+        .collect();
+    let launches = Launches::of(&ops, &calls);
+    let mut warnings = launches.warnings(steps.outside);
     let origin = ops[0].start;
-    let lts = submit_times(&ops, &launch, &trace.calls);
+    let lts = submit_times(&ops, &calls, &trace.calls);
     let lanes = lanes(&ops, &mut warnings);
     let world = trace.world_size.unwrap_or(0);
     let link = if world > i64::from(options.gpus_per_node) {
@@ -110,12 +69,14 @@ pub(super) fn build(
     } else {
         LinkClass::IntraNode
     };
-    let (preds, counts) = dependencies(trace, &ops, &lts, &lanes, &mut warnings);
-    let latency = launch_latency(&ops, &lts, &preds, &lanes.by_stream);
-    let release = release_times(options, &lts, latency, origin);
+    let (preds, counts) = dependencies(trace, &ops, &lts, &calls, &lanes, &mut warnings);
+    let latency = launch_latency(&ops, &lts, &launches.sampled, &preds, &lanes.by_stream);
+    let release = release_times(options, &ops, &lts, &calls, latency, origin);
     check_total(&ops, &release, &steps.names[chosen])?;
     let step = StepOps {
         ops,
+        calls,
+        names: launches.names,
         lts,
         origin,
         lanes,
@@ -127,13 +88,15 @@ pub(super) fn build(
         graph,
         measured,
         signature,
-    } = graph_of(&step, trace, &launch, &steps.names[chosen], &mut warnings)?;
+    } = graph_of(&step, trace, &steps.names[chosen], &mut warnings)?;
     let report = TraceReport {
         step: steps.names[chosen].clone(),
         steps: summaries,
         measured_step_ns: span_of(&step.ops),
         launch_latency_ns: latency.max(0) as u64,
         waits: counts,
+        unlaunched_ops: launches.unlaunched,
+        multi_op_launches: launches.multi,
         streams: stream_maps(&step),
         device: trace.device.clone(),
         rank: trace.rank,
@@ -145,71 +108,87 @@ pub(super) fn build(
     Ok((graph, report))
 }
 
-/// Each step's name, op count and measured span.
-fn summarise(steps: &Steps<'_>) -> Vec<StepSummary> {
-    steps
-        .names
-        .iter()
-        .zip(&steps.ops)
-        .map(|(name, ops)| StepSummary {
-            name: name.clone(),
-            ops: ops.len(),
-            measured_ns: span_of(ops),
-        })
-        .collect()
-}
-
-/// The step asked for, else the median step (by measured span) among those that launched GPU ops.
-fn choose_step(
-    options: &TraceOptions,
-    steps: &Steps<'_>,
-    summaries: &[StepSummary],
-    unlaunched: usize,
-) -> Result<usize, TraceError> {
-    Ok(match options.step {
-        Some(n) => {
-            let want = format!("ProfilerStep#{n}");
-            steps
-                .names
-                .iter()
-                .position(|s| *s == want)
-                .ok_or_else(|| TraceError::NoStep {
-                    asked: want,
-                    available: steps.names.join(", "),
-                })?
-        }
-        None => {
-            let mut with_ops: Vec<usize> = (0..steps.names.len())
-                .filter(|&k| !steps.ops[k].is_empty())
-                .collect();
-            with_ops.sort_by_key(|&k| (summaries[k].measured_ns, k));
-            *with_ops
-                .get((with_ops.len().saturating_sub(1)) / 2)
-                .ok_or_else(|| TraceError::NoGpuEvents {
-                    reason: format!(
-                        "no GPU op was launched inside a step ({}); {} GPU ops have no launch \
-                         call in the trace",
-                        steps.names.join(", "),
-                        unlaunched
-                    ),
-                })?
-        }
-    })
-}
-
-/// When the CPU submitted each op.
+/// When the CPU submitted each op; an op without a launch call, when it started.
 ///
 /// A call that ran far longer than its kind usually does (lazy module loading inside a launch,
 /// a copy to pageable memory that waits for the device) submits near its end, as long before
 /// its end as such a call usually lasts.
-fn submit_times(ops: &[&GpuOp], launch: &BTreeMap<i64, &Call>, calls: &[Call]) -> Vec<Ns> {
-    let typical = typical_durations(calls);
+fn submit_times(ops: &[&GpuOp], calls: &[Option<&Call>], all: &[Call]) -> Vec<Ns> {
+    let typical = typical_durations(all);
     ops.iter()
-        .map(|g| {
-            let c = launch[&g.correlation];
-            c.ts.max(c.ts + c.dur - typical.get(c.name.as_str()).copied().unwrap_or(c.dur))
+        .zip(calls)
+        .map(|(g, c)| match c {
+            Some(c) => {
+                c.ts.max(c.ts + c.dur - typical.get(&*c.name).copied().unwrap_or(c.dur))
+            }
+            None => g.start,
         })
         .collect()
+}
+
+/// The launches of a step: each op's unique name, which ops measure the launch latency, and
+/// the counts the report gives.
+struct Launches {
+    /// Each op's name: `<kernel>#<correlation>`, or `<kernel>#<correlation>.<k>` for the `k`-th
+    /// (0-based, in start order) of several ops that share a correlation (a CUDA or HIP graph
+    /// replay, a library call that runs several kernels).
+    names: Vec<String>,
+    /// Whether the op measures the launch latency: the first op of a launch call.
+    sampled: Vec<bool>,
+    /// Ops without a launch call.
+    unlaunched: usize,
+    /// Launch calls that ran more than one op.
+    multi: usize,
+}
+
+impl Launches {
+    /// The launches of `ops` (in start order), `calls` their launch calls. O(ops log ops).
+    fn of(ops: &[&GpuOp], calls: &[Option<&Call>]) -> Launches {
+        let mut by_corr: BTreeMap<i64, Vec<usize>> = BTreeMap::new();
+        for (i, g) in ops.iter().enumerate() {
+            by_corr.entry(g.correlation).or_default().push(i);
+        }
+        let mut names: Vec<String> = ops
+            .iter()
+            .map(|g| format!("{}#{}", short_name(&g.name), g.correlation))
+            .collect();
+        let mut sampled = vec![false; ops.len()];
+        let mut multi = 0;
+        for v in by_corr.values() {
+            sampled[v[0]] = calls[v[0]].is_some();
+            if v.len() > 1 {
+                multi += usize::from(calls[v[0]].is_some());
+                for (k, &i) in v.iter().enumerate() {
+                    names[i] = format!("{}.{k}", names[i]);
+                }
+            }
+        }
+        Launches {
+            names,
+            sampled,
+            unlaunched: calls.iter().filter(|c| c.is_none()).count(),
+            multi,
+        }
+    }
+
+    /// The warnings about ops without a launch call: those kept in the step, and those that
+    /// ran outside every step (`outside`).
+    fn warnings(&self, outside: usize) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if self.unlaunched > 0 {
+            warnings.push(format!(
+                "{} GPU ops of the step have no launch call (no matching correlation: launched \
+                 from a thread the trace did not record): each is released at its measured start",
+                self.unlaunched
+            ));
+        }
+        if outside > 0 {
+            warnings.push(format!(
+                "{outside} GPU ops without a launch call ran outside every step and are left out"
+            ));
+        }
+        warnings
+    }
 }
 
 /// The CUDA streams of a step: NCCL-only streams are channels, the others compute lanes.
@@ -276,6 +255,7 @@ fn lanes(ops: &[&GpuOp], warnings: &mut Vec<String>) -> Lanes {
 fn launch_latency(
     ops: &[&GpuOp],
     lts: &[Ns],
+    sampled: &[bool],
     preds: &[BTreeSet<usize>],
     by_stream: &BTreeMap<i64, Vec<usize>>,
 ) -> Ns {
@@ -289,7 +269,10 @@ fn launch_latency(
                 .chain(k.checked_sub(1).map(|j| end(v[j])))
                 .max()
                 .unwrap_or(Ns::MIN);
-            if ops[i].start > ready.saturating_add(LAUNCH_BOUND_NS) && ops[i].start >= lts[i] {
+            if sampled[i]
+                && ops[i].start > ready.saturating_add(LAUNCH_BOUND_NS)
+                && ops[i].start >= lts[i]
+            {
                 latencies.push(ops[i].start - lts[i]);
             }
         }
@@ -302,16 +285,22 @@ fn launch_latency(
     }
 }
 
-/// Each op's release time: its submission plus the launch latency, from the step's start (0
-/// when launch times are off).
-fn release_times(options: &TraceOptions, lts: &[Ns], latency: Ns, origin: Ns) -> Vec<u64> {
+/// Each op's release time from the step's start (0 when launch times are off): its submission
+/// plus the launch latency; for an op without a launch call, its measured start (it ran no
+/// earlier, and its stream's FIFO order keeps it behind its predecessors).
+fn release_times(
+    options: &TraceOptions,
+    ops: &[&GpuOp],
+    lts: &[Ns],
+    calls: &[Option<&Call>],
+    latency: Ns,
+    origin: Ns,
+) -> Vec<u64> {
     (0..lts.len())
-        .map(|i| {
-            if options.launch_times {
-                (lts[i] + latency - origin).max(0) as u64
-            } else {
-                0
-            }
+        .map(|i| match (options.launch_times, calls[i]) {
+            (false, _) => 0,
+            (true, Some(_)) => (lts[i] + latency - origin).max(0) as u64,
+            (true, None) => (ops[i].start - origin).max(0) as u64,
         })
         .collect()
 }
@@ -339,6 +328,10 @@ fn check_total(ops: &[&GpuOp], release: &[u64], step: &str) -> Result<(), TraceE
 struct StepOps<'t> {
     /// The ops, in measured start order.
     ops: Vec<&'t GpuOp>,
+    /// Each op's launch call (`None`: the trace has none).
+    calls: Vec<Option<&'t Call>>,
+    /// Each op's unique name.
+    names: Vec<String>,
     /// When the CPU submitted each op.
     lts: Vec<Ns>,
     /// The first op's start: time 0 of the step.
@@ -368,12 +361,13 @@ struct StepGraph {
 fn graph_of(
     step: &StepOps<'_>,
     trace: &Trace,
-    launch: &BTreeMap<i64, &Call>,
     step_name: &str,
     warnings: &mut Vec<String>,
 ) -> Result<StepGraph, TraceError> {
     let StepOps {
         ops,
+        calls,
+        names,
         lts,
         origin,
         lanes,
@@ -409,20 +403,20 @@ fn graph_of(
     let mut measured = Vec::with_capacity(n);
     let mut signature = Vec::with_capacity(n);
     for (i, g) in ops.iter().enumerate() {
-        let name = format!("{}#{}", short_name(&g.name), g.correlation);
+        let name = names[i].clone();
         let (channel, lane) = lanes.lane_of[&g.stream];
         let mut op = if channel {
             let (kind, bytes) = collective_of(
                 g,
                 group,
-                shapes.around(&launch[&g.correlation].thread, lts[i]),
+                calls[i].and_then(|c| shapes.around(c.thread, lts[i])),
             );
             if bytes.is_none() {
                 missing_bytes += 1;
             }
             Op::collective(name, kind, bytes.unwrap_or(0), group_of(g, group), link)
         } else {
-            compute_op(name, g, &shapes, launch)
+            compute_op(name, g, &shapes, calls[i])
         };
         op.duration_ns = Some(g.dur.max(0) as u64);
         op.release_ns = release[i];
@@ -444,22 +438,6 @@ fn graph_of(
         measured,
         signature,
     })
-}
-
-/// A kernel's signature: its name, grid and block.
-fn signature_of(g: &GpuOp) -> String {
-    format!(
-        "{}|{}|{}",
-        g.name,
-        g.args
-            .get("grid")
-            .map(|v| v.to_string())
-            .unwrap_or_default(),
-        g.args
-            .get("block")
-            .map(|v| v.to_string())
-            .unwrap_or_default()
-    )
 }
 
 /// How each CUDA stream maps onto the graph's streams, compute lanes first.
@@ -491,7 +469,7 @@ fn stream_maps(step: &StepOps<'_>) -> Vec<StreamMap> {
 fn typical_durations(calls: &[Call]) -> BTreeMap<&str, Ns> {
     let mut by: BTreeMap<&str, Vec<Ns>> = BTreeMap::new();
     for c in calls {
-        by.entry(c.name.as_str()).or_default().push(c.dur);
+        by.entry(&*c.name).or_default().push(c.dur);
     }
     by.into_iter()
         .map(|(k, mut v)| {
@@ -499,131 +477,6 @@ fn typical_durations(calls: &[Call]) -> BTreeMap<&str, Ns> {
             (k, v[v.len() / 2])
         })
         .collect()
-}
-
-/// Ranks of a collective: the kernel's `Group size` when recorded, else the world size.
-fn group_of(g: &GpuOp, world: u32) -> u32 {
-    g.args
-        .get("Group size")
-        .and_then(serde_json::Value::as_u64)
-        .and_then(|x| u32::try_from(x).ok())
-        .filter(|&x| x >= 2)
-        .unwrap_or(world)
-}
-
-/// A compute op for a kernel, memcpy or memset; a GEMM kernel under one recorded matrix
-/// multiply gets its shape.
-fn compute_op(
-    name: String,
-    g: &GpuOp,
-    shapes: &ShapeIndex<'_>,
-    launch: &BTreeMap<i64, &Call>,
-) -> Op {
-    let bytes = g
-        .args
-        .get("bytes")
-        .and_then(serde_json::Value::as_u64)
-        .unwrap_or(0);
-    let class = match g.category {
-        GpuCategory::Kernel => compute_class(&g.name),
-        GpuCategory::Memcpy | GpuCategory::Memset => ComputeClass::Other,
-    };
-    // A device-to-device copy reads and writes its bytes in device memory.
-    let bytes = if g.category == GpuCategory::Memcpy && g.name.contains("DtoD") {
-        bytes.saturating_mul(2)
-    } else {
-        bytes
-    };
-    if class == ComputeClass::Gemm {
-        let call = launch[&g.correlation];
-        if let Some(span) = shapes.around(&call.thread, call.ts) {
-            if let Some((shape, dtype)) = gemm_shape(span) {
-                let mut op = Op::gemm(name, shape, dtype);
-                // The kernel's result is no tensor of the graph, but its element type still
-                // picks the tensor-core rate.
-                op.outputs.clear();
-                op.operand_dtype = Some(dtype);
-                return op;
-            }
-        }
-    }
-    Op::compute(name, class, 0, bytes)
-}
-
-/// The GEMM of a recorded `aten::mm`, `addmm`, `bmm`, `baddbmm` or `linear`.
-fn gemm_shape(span: &Span) -> Option<(GemmShape, DType)> {
-    let d = span.dims.as_ref()?;
-    let dtype = span.types.first().map_or(DType::F32, |t| dtype_of(t));
-    let op = span.name.as_str();
-    let (b, m, k, n) = match op {
-        "aten::mm" => (
-            1,
-            *d.first()?.first()?,
-            *d.first()?.get(1)?,
-            *d.get(1)?.get(1)?,
-        ),
-        "aten::addmm" => (
-            1,
-            *d.get(1)?.first()?,
-            *d.get(1)?.get(1)?,
-            *d.get(2)?.get(1)?,
-        ),
-        "aten::bmm" => {
-            let (x, y) = (d.first()?, d.get(1)?);
-            (*x.first()?, *x.get(1)?, *x.get(2)?, *y.get(2)?)
-        }
-        "aten::baddbmm" => {
-            let (x, y) = (d.get(1)?, d.get(2)?);
-            (*x.first()?, *x.get(1)?, *x.get(2)?, *y.get(2)?)
-        }
-        "aten::linear" => {
-            let x = d.first()?;
-            let w = d.get(1)?;
-            let (&k, lead) = x.split_last()?;
-            let m = lead.iter().try_fold(1u64, |a, &x| a.checked_mul(x))?;
-            (1, m, k, *w.first()?)
-        }
-        _ => return None,
-    };
-    // `Op::gemm` counts the operands' bytes, `b * (m*k + k*n + m*n) * size`, in u64: a
-    // recorded shape whose count overflows is no shape.
-    let elements = [m.checked_mul(k)?, k.checked_mul(n)?, m.checked_mul(n)?]
-        .into_iter()
-        .try_fold(0u64, u64::checked_add)?;
-    b.checked_mul(elements)?.checked_mul(dtype.size())?;
-    let shape = GemmShape { b, m, n, k };
-    (shape.flops() > 0).then_some((shape, dtype))
-}
-
-/// Recorded CPU spans by thread, for "which recorded op launched this".
-struct ShapeIndex<'t> {
-    by_thread: BTreeMap<(String, String), Vec<&'t Span>>,
-}
-
-impl<'t> ShapeIndex<'t> {
-    fn new(spans: &'t [Span]) -> Self {
-        let mut by_thread: BTreeMap<(String, String), Vec<&Span>> = BTreeMap::new();
-        for s in spans {
-            by_thread.entry(s.thread.clone()).or_default().push(s);
-        }
-        for v in by_thread.values_mut() {
-            v.sort_by_key(|s| (s.ts, std::cmp::Reverse(s.dur)));
-        }
-        ShapeIndex { by_thread }
-    }
-
-    /// The innermost recorded span of `thread` around time `t`.
-    fn around(&self, thread: &(String, String), t: Ns) -> Option<&'t Span> {
-        let v = self.by_thread.get(thread)?;
-        let upto = v.partition_point(|s| s.ts <= t);
-        // Spans nest: the latest-starting span that still contains `t` is the innermost.
-        v[..upto]
-            .iter()
-            .rev()
-            .take(64)
-            .find(|s| t < s.ts + s.dur)
-            .copied()
-    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,11 @@
 //! Tests of the step builder: recorded shapes, and hostile traces (found by fuzzing) that
 //! must give clear errors, never overflow.
 
+use super::ops::gemm_shape;
 use super::*;
+use crate::kineto::events::{Shapes, Span};
 use crate::kineto::{import, replay};
+use concerto_graph::DType;
 use serde_json::{json, Value};
 
 /// Imports a trace of `events`, and replays the graph when it imports: never a panic.
@@ -154,9 +157,11 @@ fn span(name: &str, dims: Vec<Vec<u64>>) -> Span {
         name: name.into(),
         ts: 0,
         dur: 1,
-        thread: ("1".into(), "1".into()),
-        dims: Some(dims),
-        types: vec!["c10::BFloat16".into()],
+        thread: 0,
+        shapes: Some(Box::new(Shapes {
+            dims,
+            types: vec!["c10::BFloat16".into()],
+        })),
     }
 }
 

@@ -1,9 +1,23 @@
 //! What a traced kernel is: its short name, its compute class, or its collective and bytes.
 
 use concerto_graph::{CollectiveKind, ComputeClass, DType};
-use serde_json::Value;
 
 use super::events::{GpuOp, Span};
+
+/// Whether the recorded input shapes of a CPU op named `name` are read: a matrix multiply
+/// (`aten::mm`, `addmm`, `bmm`, `baddbmm`, `linear`: a GEMM kernel's shape) or a collective
+/// (`nccl:*`, `c10d::*`, `record_param_comms`: its bytes). The reader drops the others' shapes.
+pub(super) fn keeps_shapes(name: &str) -> bool {
+    matches!(
+        name,
+        "aten::mm" | "aten::addmm" | "aten::bmm" | "aten::baddbmm" | "aten::linear"
+    ) || is_collective_span(name)
+}
+
+/// Whether a CPU op is one whose first input is a collective's buffer.
+fn is_collective_span(name: &str) -> bool {
+    name.starts_with("nccl:") || name.starts_with("c10d::") || name == "record_param_comms"
+}
 
 /// A kernel's name without `void `, namespaces' template arguments and parameters:
 /// `void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)` becomes
@@ -119,36 +133,28 @@ pub(super) fn collective_of(
     group: u32,
     around: Option<&Span>,
 ) -> (CollectiveKind, Option<u64>) {
-    let record = g
-        .args
-        .get("Collective name")
-        .and_then(Value::as_str)
+    let nccl = g.args.nccl.as_deref();
+    let record = nccl
+        .and_then(|a| a.collective.as_deref())
         .and_then(kind_of_record);
     let from_span = around.and_then(|s| kind_of_record(s.name.trim_start_matches("nccl:")));
     let kind = record
         .or(from_span)
         .or_else(|| kind_of_name(&g.name))
         .unwrap_or(CollectiveKind::AllReduce);
-    let dtype = g.args.get("dtype").and_then(Value::as_str).map(dtype_of);
-    let nelems = g
-        .args
-        .get("Out msg nelems")
-        .and_then(Value::as_u64)
-        .or_else(|| g.args.get("In msg nelems").and_then(Value::as_u64));
+    let dtype = nccl.and_then(|a| a.dtype.as_deref()).map(dtype_of);
+    let nelems = nccl.and_then(|a| a.out_nelems.or(a.in_nelems));
     if let (Some(n), Some(t)) = (nelems, dtype) {
         return (kind, Some(n.saturating_mul(t.size())));
     }
-    let span = around.filter(|s| {
-        s.name.starts_with("nccl:")
-            || s.name.starts_with("c10d::")
-            || s.name == "record_param_comms"
-    });
+    let span = around.filter(|s| is_collective_span(&s.name));
     let bytes = span.and_then(|s| {
-        let dims = s.dims.as_ref()?.first()?;
+        let shapes = s.shapes.as_ref()?;
+        let dims = shapes.dims.first()?;
         if dims.is_empty() {
             return None;
         }
-        let t = s.types.first().map_or(DType::F32, |t| dtype_of(t));
+        let t = shapes.types.first().map_or(DType::F32, |t| dtype_of(t));
         let input = dims
             .iter()
             .fold(1u64, |a, &x| a.saturating_mul(x))

@@ -1,25 +1,69 @@
 //! The events of a Kineto trace that the importer reads, typed, with errors that name the
 //! event (its index in `traceEvents`) and the field.
+//!
+//! The trace is read as a stream ([`Trace::read`]): one event at a time is parsed into the few
+//! fields the importer uses ([`raw::RawEvent`]) and kept in compact form (names shared between
+//! events, CPU threads as numbers, only the `args` the graph needs); every other event is
+//! dropped as soon as it is parsed. Memory grows with the GPU ops, launch calls and shaped CPU
+//! ops the trace holds, not with its size.
 
-use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::BufRead;
+use std::sync::Arc;
 
+use serde::de::Deserializer as _;
+use serde_json::Value;
+
+use super::classify::keeps_shapes;
 use super::TraceError;
+use raw::{Element, FileSeed, RawArgs, RawEvent, Scalar, Sink};
+
+mod raw;
 
 /// Nanoseconds since the trace's clock origin (Kineto writes microseconds, sometimes with a
 /// fractional part).
 pub(super) type Ns = i64;
 
+/// A CPU thread of the trace: its `(pid, tid)` numbered in order of first appearance.
+pub(super) type Thread = u32;
+
 /// A GPU activity: a kernel, a memcpy or a memset.
 #[derive(Clone, Debug)]
 pub(super) struct GpuOp {
-    pub(super) name: String,
+    pub(super) name: Arc<str>,
     pub(super) category: GpuCategory,
     pub(super) start: Ns,
     pub(super) dur: Ns,
     pub(super) stream: i64,
     pub(super) correlation: i64,
-    /// `args`, for the collective's sizes and the copy's bytes.
-    pub(super) args: Map<String, Value>,
+    /// The `args` the importer reads.
+    pub(super) args: GpuArgs,
+}
+
+/// The `args` of a GPU op that the importer reads.
+#[derive(Clone, Debug, Default)]
+pub(super) struct GpuArgs {
+    /// `bytes` (a copy's or a memset's).
+    pub(super) bytes: Option<u64>,
+    /// `grid` and `block` as JSON text, the kernel's launch shape.
+    pub(super) grid: Option<Arc<str>>,
+    pub(super) block: Option<Arc<str>>,
+    /// What an NCCL kernel records about its collective (absent on other kernels).
+    pub(super) nccl: Option<Box<NcclArgs>>,
+}
+
+/// What newer traces record on an NCCL kernel.
+#[derive(Clone, Debug, Default)]
+pub(super) struct NcclArgs {
+    /// `Collective name`.
+    pub(super) collective: Option<String>,
+    /// `dtype`.
+    pub(super) dtype: Option<String>,
+    /// `In msg nelems` and `Out msg nelems`.
+    pub(super) in_nelems: Option<u64>,
+    pub(super) out_nelems: Option<u64>,
+    /// `Group size`.
+    pub(super) group_size: Option<u64>,
 }
 
 /// What a GPU activity is.
@@ -33,11 +77,11 @@ pub(super) enum GpuCategory {
 /// A CUDA runtime or driver call on a CPU thread.
 #[derive(Clone, Debug)]
 pub(super) struct Call {
-    pub(super) name: String,
+    pub(super) name: Arc<str>,
     pub(super) ts: Ns,
     /// How long the call ran on the CPU (0 when not recorded).
     pub(super) dur: Ns,
-    pub(super) thread: (String, String),
+    pub(super) thread: Thread,
     pub(super) correlation: i64,
 }
 
@@ -56,61 +100,41 @@ pub(super) struct StreamWait {
 /// A CPU-side span: a `ProfilerStep#N` annotation, or an op with recorded input shapes.
 #[derive(Clone, Debug)]
 pub(super) struct Span {
-    pub(super) name: String,
+    pub(super) name: Arc<str>,
     pub(super) ts: Ns,
     pub(super) dur: Ns,
-    pub(super) thread: (String, String),
-    /// `Input Dims` when recorded (`record_shapes=True`).
-    pub(super) dims: Option<Vec<Vec<u64>>>,
-    /// `Input type` when recorded.
+    pub(super) thread: Thread,
+    /// `Input Dims` and `Input type` when recorded (`record_shapes=True`), kept for the ops
+    /// whose shapes the importer reads (GEMMs, collectives); other shaped spans keep `None`.
+    pub(super) shapes: Option<Box<Shapes>>,
+}
+
+/// A CPU op's recorded input shapes and element types.
+#[derive(Clone, Debug)]
+pub(super) struct Shapes {
+    /// `Input Dims`.
+    pub(super) dims: Vec<Vec<u64>>,
+    /// `Input type`.
     pub(super) types: Vec<String>,
 }
 
-/// The parts of a trace the importer uses.
+/// The events of a profiler trace that the importer keeps: its GPU ops, its launch calls, its
+/// stream waits, its `ProfilerStep#N` annotations and its CPU ops with recorded shapes, with the
+/// rank, world size and device the trace records. Read one with [`Trace::read`] (streaming) or
+/// [`Trace::from_text`]; import a step of it with [`Trace::import`].
 #[derive(Clone, Debug, Default)]
-pub(super) struct Trace {
+pub struct Trace {
     pub(super) gpu: Vec<GpuOp>,
     pub(super) calls: Vec<Call>,
     pub(super) waits: Vec<StreamWait>,
     pub(super) steps: Vec<Span>,
-    /// CPU ops and annotations with recorded shapes (for collectives' sizes).
+    /// CPU ops and annotations with recorded shapes (for GEMMs' and collectives' sizes).
     pub(super) shaped: Vec<Span>,
     pub(super) rank: Option<i64>,
     pub(super) world_size: Option<i64>,
     pub(super) device: Option<String>,
-}
-
-/// Converts a Kineto time (µs) to ns.
-fn ns(v: &Value) -> Option<Ns> {
-    match v {
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                i.checked_mul(1000)
-            } else {
-                let f = n.as_f64()?;
-                let x = (f * 1000.0).round();
-                (x.is_finite() && x.abs() < 9.0e18).then_some(x as i64)
-            }
-        }
-        _ => None,
-    }
-}
-
-/// A thread or process id as Kineto writes it (a number, or a string such as `"Spans"`).
-fn id(v: Option<&Value>) -> String {
-    match v {
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => v.to_string(),
-        None => String::new(),
-    }
-}
-
-fn int(v: Option<&Value>) -> Option<i64> {
-    match v? {
-        Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
+    /// Each [`Thread`]'s `(pid, tid)`, by number.
+    pub(super) thread_names: Vec<(String, String)>,
 }
 
 /// The event's field, or an error naming the event and the field.
@@ -129,8 +153,8 @@ fn need<T>(index: usize, name: &str, field: &str, v: Option<T>) -> Result<T, Tra
 pub(super) const MAX_NS: Ns = 1 << 62;
 
 /// The event's `ts` in ns, or an error naming the event: a number in `[0, MAX_NS)`.
-fn time(index: usize, name: &str, e: &Map<String, Value>) -> Result<Ns, TraceError> {
-    let t = need(index, name, "ts", e.get("ts").and_then(ns))?;
+fn time(index: usize, name: &str, e: &RawEvent) -> Result<Ns, TraceError> {
+    let t = need(index, name, "ts", e.ts.ns())?;
     let reason = if t < 0 {
         format!("`ts` is negative ({t} ns)")
     } else if t >= MAX_NS {
@@ -147,13 +171,8 @@ fn time(index: usize, name: &str, e: &Map<String, Value>) -> Result<Ns, TraceErr
 
 /// The event's `dur` in ns, or an error naming the event: a number below `MAX_NS` in
 /// magnitude, and not negative for a GPU op (`negative`: whether a negative one is taken).
-fn duration(
-    index: usize,
-    name: &str,
-    e: &Map<String, Value>,
-    negative: bool,
-) -> Result<Ns, TraceError> {
-    let d = need(index, name, "dur", e.get("dur").and_then(ns))?;
+fn duration(index: usize, name: &str, e: &RawEvent, negative: bool) -> Result<Ns, TraceError> {
+    let d = need(index, name, "dur", e.dur.ns())?;
     let reason = if d < 0 && !negative {
         format!("negative duration {d} ns")
     } else if d.checked_abs().is_none_or(|a| a >= MAX_NS) {
@@ -168,57 +187,165 @@ fn duration(
     })
 }
 
-impl Trace {
-    /// Reads the events of a parsed trace (see the module docs of [`super`]).
-    pub(super) fn from_value(root: &Value) -> Result<Trace, TraceError> {
-        let (top, events) = top_level(root)?;
-        let mut t = Trace::default();
-        t.read_metadata(top);
-        for (index, event) in events.iter().enumerate() {
-            t.read_event(index, event)?;
-        }
-        Ok(t)
+/// The reader's state: the trace so far, the names and threads seen, and the error that stopped
+/// it.
+#[derive(Default)]
+struct Reader {
+    trace: Trace,
+    names: BTreeSet<Arc<str>>,
+    threads: BTreeMap<(String, String), Thread>,
+    error: Option<TraceError>,
+    /// Whether the top-level `traceEvents` key was met.
+    seen_events: bool,
+}
+
+impl Sink for Reader {
+    fn event(&mut self, index: usize, element: Element) -> Result<(), ()> {
+        let result = match element {
+            Element::Event(e) => self.read_event(index, &e),
+            Element::NotAnObject(kind) => Err(TraceError::Event {
+                index,
+                name: String::new(),
+                reason: format!("the event is {kind}, not an object"),
+            }),
+        };
+        result.map_err(|e| self.error = Some(e))
     }
 
-    /// Reads the rank, world size and device name the trace records.
-    fn read_metadata(&mut self, top: &Map<String, Value>) {
-        if let Some(Value::Object(d)) = top.get("distributedInfo") {
-            self.rank = int(d.get("rank"));
-            self.world_size = int(d.get("world_size"));
+    fn metadata(&mut self, key: &str, value: Value) {
+        let int = |v: Option<&Value>| match v? {
+            Value::Number(n) => n.as_i64().or_else(|| n.as_f64().map(|f| f as i64)),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        };
+        match (key, value) {
+            ("distributedInfo", Value::Object(d)) => {
+                self.trace.rank = int(d.get("rank"));
+                self.trace.world_size = int(d.get("world_size"));
+            }
+            ("deviceProperties", Value::Array(devs)) => {
+                self.trace.device = devs
+                    .first()
+                    .and_then(|d| d.get("name"))
+                    .and_then(Value::as_str)
+                    .map(str::to_string);
+            }
+            _ => {}
         }
-        if let Some(Value::Array(devs)) = top.get("deviceProperties") {
-            self.device = devs
-                .first()
-                .and_then(|d| d.get("name"))
-                .and_then(Value::as_str)
-                .map(str::to_string);
+    }
+
+    fn events_start(&mut self) {
+        self.seen_events = true;
+        let t = &mut self.trace;
+        t.gpu.clear();
+        t.calls.clear();
+        t.waits.clear();
+        t.steps.clear();
+        t.shaped.clear();
+    }
+
+    fn not_a_trace(&mut self, reason: String) {
+        self.error = Some(TraceError::NotATrace { reason });
+    }
+}
+
+impl Trace {
+    /// Reads a trace from `input`, gzipped (by its magic number) or not, as a stream: one event
+    /// at a time, keeping only what the importer uses (see the module docs of [`super`]). Cost:
+    /// O(events) time; memory O(kept events), about 100 bytes per GPU op, launch call or shaped
+    /// CPU op, plus the distinct names. Errors name the event (its index in `traceEvents`) and
+    /// the field, or the line and column where the JSON breaks.
+    pub fn read<R: BufRead>(input: R) -> Result<Trace, TraceError> {
+        Trace::read_json(input).0
+    }
+
+    /// [`Trace::read`], or `None` for JSON that is no trace: it has no top-level `traceEvents`
+    /// key before its end or before the first syntax error (a native graph, say). A broken
+    /// gzip stream is an error either way.
+    pub fn read_if_trace<R: BufRead>(input: R) -> Result<Option<Trace>, TraceError> {
+        match Trace::read_json(input) {
+            (Ok(trace), _) => Ok(Some(trace)),
+            (Err(TraceError::Gzip(e)), _) => Err(TraceError::Gzip(e)),
+            (Err(_), false) => Ok(None),
+            (Err(e), true) => Err(e),
         }
+    }
+
+    /// Reads a trace from JSON text (see [`Trace::read`]).
+    pub fn from_text(text: &str) -> Result<Trace, TraceError> {
+        Trace::read(text.as_bytes())
+    }
+
+    /// The trace, gzipped or not, and whether its `traceEvents` key was met.
+    fn read_json<R: BufRead>(mut input: R) -> (Result<Trace, TraceError>, bool) {
+        let gzip = match input.fill_buf() {
+            Ok(buf) => super::is_gzip(buf),
+            Err(e) => return (Err(TraceError::Gzip(e.to_string())), false),
+        };
+        let mut reader = Reader::default();
+        let found = if gzip {
+            let decoder = flate2::bufread::MultiGzDecoder::new(input);
+            let mut d = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(
+                1 << 16,
+                decoder,
+            ));
+            d.deserialize_any(FileSeed(&mut reader))
+                .and_then(|found| d.end().map(|()| found))
+        } else {
+            let mut d = serde_json::Deserializer::from_reader(input);
+            d.deserialize_any(FileSeed(&mut reader))
+                .and_then(|found| d.end().map(|()| found))
+        };
+        let seen = reader.seen_events;
+        let result = match (found, reader.error.take()) {
+            (Err(e), _) if gzip && e.is_io() => Err(TraceError::Gzip(e.to_string())),
+            (_, Some(e)) => Err(e),
+            (Ok(true), None) => Ok(reader.trace),
+            (Ok(false), None) => Err(TraceError::NotATrace {
+                reason: "no `traceEvents` array (not a Chrome or PyTorch profiler trace)".into(),
+            }),
+            (Err(e), None) => Err(TraceError::Json {
+                line: e.line(),
+                column: e.column(),
+                message: e.to_string(),
+            }),
+        };
+        (result, seen)
+    }
+}
+
+impl Reader {
+    /// The shared copy of `name`.
+    fn name(&mut self, name: &str) -> Arc<str> {
+        if let Some(n) = self.names.get(name) {
+            return n.clone();
+        }
+        let n: Arc<str> = Arc::from(name);
+        self.names.insert(n.clone());
+        n
+    }
+
+    /// The number of the event's `(pid, tid)`.
+    fn thread(&mut self, e: &RawEvent) -> Thread {
+        let key = (e.pid.id(), e.tid.id());
+        if let Some(&t) = self.threads.get(&key) {
+            return t;
+        }
+        let t = self.trace.thread_names.len() as Thread;
+        self.trace.thread_names.push(key.clone());
+        self.threads.insert(key, t);
+        t
     }
 
     /// Reads event `index` of `traceEvents`: a complete (`X`) event is a GPU op, a runtime or
     /// driver call, a stream wait, or a CPU span; other events are skipped.
-    fn read_event(&mut self, index: usize, event: &Value) -> Result<(), TraceError> {
-        let Value::Object(e) = event else {
-            return Err(TraceError::Event {
-                index,
-                name: String::new(),
-                reason: format!("the event is {}, not an object", kind(event)),
-            });
-        };
-        if e.get("ph").and_then(Value::as_str) != Some("X") {
+    fn read_event(&mut self, index: usize, e: &RawEvent) -> Result<(), TraceError> {
+        if e.ph.str() != Some("X") {
             return Ok(());
         }
-        let cat = e
-            .get("cat")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        let name = e.get("name").and_then(Value::as_str).unwrap_or("");
-        let empty = Map::new();
-        let args = match e.get("args") {
-            Some(Value::Object(a)) => a,
-            _ => &empty,
-        };
+        let cat = e.cat.str().unwrap_or("").to_ascii_lowercase();
+        let name = e.name.str().unwrap_or("");
+        let args = &e.args;
         let category = match cat.as_str() {
             "kernel" => Some(GpuCategory::Kernel),
             "gpu_memcpy" | "memcpy" => Some(GpuCategory::Memcpy),
@@ -226,49 +353,68 @@ impl Trace {
             _ => None,
         };
         if let Some(category) = category {
-            let start = time(index, name, e)?;
-            let dur = duration(index, name, e, false)?;
-            self.gpu.push(GpuOp {
-                name: name.to_string(),
-                category,
-                start,
-                dur,
-                stream: need(index, name, "args.stream", int(args.get("stream")))?,
-                correlation: need(
-                    index,
-                    name,
-                    "args.correlation",
-                    int(args.get("correlation")),
-                )?,
-                args: args.clone(),
-            });
-            return Ok(());
+            return self.read_gpu(index, name, category, e);
         }
         match cat.as_str() {
-            "cuda_runtime" | "runtime" | "cuda_driver" | "driver" => {
-                self.read_call(index, name, e, args)
-            }
+            "cuda_runtime" | "runtime" | "cuda_driver" | "driver" => self.read_call(index, name, e),
             "cuda_sync" => self.read_wait(index, name, args),
-            _ => self.read_span(index, name, &cat, e, args),
+            _ => self.read_span(index, name, &cat, e),
         }
+    }
+
+    /// Reads a kernel, memcpy or memset.
+    fn read_gpu(
+        &mut self,
+        index: usize,
+        name: &str,
+        category: GpuCategory,
+        e: &RawEvent,
+    ) -> Result<(), TraceError> {
+        let a = &e.args;
+        let start = time(index, name, e)?;
+        let dur = duration(index, name, e, false)?;
+        let stream = need(index, name, "args.stream", a.stream.int())?;
+        let correlation = need(index, name, "args.correlation", a.correlation.int())?;
+        let nccl = NcclArgs {
+            collective: a.collective.str().map(str::to_string),
+            dtype: a.dtype.str().map(str::to_string),
+            in_nelems: a.in_nelems.u64(),
+            out_nelems: a.out_nelems.u64(),
+            group_size: a.group_size.u64(),
+        };
+        let has_nccl = nccl.collective.is_some()
+            || nccl.dtype.is_some()
+            || nccl.in_nelems.is_some()
+            || nccl.out_nelems.is_some()
+            || nccl.group_size.is_some();
+        let args = GpuArgs {
+            bytes: a.bytes.u64(),
+            grid: a.grid.as_deref().map(|g| self.name(g)),
+            block: a.block.as_deref().map(|b| self.name(b)),
+            nccl: has_nccl.then(|| Box::new(nccl)),
+        };
+        let name = self.name(name);
+        self.trace.gpu.push(GpuOp {
+            name,
+            category,
+            start,
+            dur,
+            stream,
+            correlation,
+            args,
+        });
+        Ok(())
     }
 
     /// Reads a runtime or driver call; one without a correlation cannot launch anything the
     /// trace shows and is skipped.
-    fn read_call(
-        &mut self,
-        index: usize,
-        name: &str,
-        e: &Map<String, Value>,
-        args: &Map<String, Value>,
-    ) -> Result<(), TraceError> {
-        let Some(correlation) = int(args.get("correlation")) else {
+    fn read_call(&mut self, index: usize, name: &str, e: &RawEvent) -> Result<(), TraceError> {
+        let Some(correlation) = e.args.correlation.int() else {
             return Ok(());
         };
         let ts = time(index, name, e)?;
-        // The call's end can be its submit time (`build`): it too stays below
-        // `MAX_NS`.
-        let dur = e.get("dur").and_then(ns).unwrap_or(0).max(0);
+        // The call's end can be its submit time (`build`): it too stays below `MAX_NS`.
+        let dur = e.dur.ns().unwrap_or(0).max(0);
         if dur >= MAX_NS - ts {
             return Err(TraceError::Event {
                 index,
@@ -276,33 +422,30 @@ impl Trace {
                 reason: format!("`dur` is {dur} ns: the call ends beyond 2^62 ns"),
             });
         }
-        self.calls.push(Call {
-            name: name.to_string(),
+        let thread = self.thread(e);
+        let name = self.name(name);
+        self.trace.calls.push(Call {
+            name,
             ts,
             dur,
-            thread: (id(e.get("pid")), id(e.get("tid"))),
+            thread,
             correlation,
         });
         Ok(())
     }
 
     /// Reads a `Stream Wait Event` synchronisation; other `cuda_sync` events are skipped.
-    fn read_wait(
-        &mut self,
-        index: usize,
-        name: &str,
-        args: &Map<String, Value>,
-    ) -> Result<(), TraceError> {
-        if args.get("cuda_sync_kind").and_then(Value::as_str) != Some("Stream Wait Event") {
+    fn read_wait(&mut self, index: usize, name: &str, args: &RawArgs) -> Result<(), TraceError> {
+        if args.sync_kind.str() != Some("Stream Wait Event") {
             return Ok(());
         }
-        let field = |f: &str| need(index, name, f, int(args.get(&f[5..])));
-        self.waits.push(StreamWait {
+        let field = |f: &str, v: &Scalar| need(index, name, f, v.int());
+        self.trace.waits.push(StreamWait {
             index,
-            stream: field("args.stream")?,
-            wait_on_stream: field("args.wait_on_stream")?,
-            record: field("args.wait_on_cuda_event_record_corr_id")?,
-            correlation: field("args.correlation")?,
+            stream: field("args.stream", &args.stream)?,
+            wait_on_stream: field("args.wait_on_stream", &args.wait_on_stream)?,
+            record: field("args.wait_on_cuda_event_record_corr_id", &args.record)?,
+            correlation: field("args.correlation", &args.correlation)?,
         });
         Ok(())
     }
@@ -314,55 +457,43 @@ impl Trace {
         index: usize,
         name: &str,
         cat: &str,
-        e: &Map<String, Value>,
-        args: &Map<String, Value>,
+        e: &RawEvent,
     ) -> Result<(), TraceError> {
         let is_step = name.starts_with("ProfilerStep#");
-        let dims = args.get("Input Dims").and_then(dims_of);
+        let dims = e.args.input_dims.as_ref().and_then(dims_of);
         if !is_step && dims.is_none() {
             return Ok(());
         }
+        let ts = time(index, name, e)?;
+        // A span's negative duration is kept (it contains no launch).
+        let dur = duration(index, name, e, true)?;
+        let shapes = dims.filter(|_| keeps_shapes(name)).map(|dims| {
+            Box::new(Shapes {
+                dims,
+                types: match &e.args.input_type {
+                    Some(Value::Array(a)) => a
+                        .iter()
+                        .map(|x| x.as_str().unwrap_or("").to_string())
+                        .collect(),
+                    _ => Vec::new(),
+                },
+            })
+        });
         let span = Span {
-            name: name.to_string(),
-            ts: time(index, name, e)?,
-            // A span's negative duration is kept (it contains no launch).
-            dur: duration(index, name, e, true)?,
-            thread: (id(e.get("pid")), id(e.get("tid"))),
-            dims,
-            types: match args.get("Input type") {
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .map(|x| x.as_str().unwrap_or("").to_string())
-                    .collect(),
-                _ => Vec::new(),
-            },
+            name: self.name(name),
+            ts,
+            dur,
+            thread: self.thread(e),
+            shapes,
         };
         // GPU-side copies of the step annotation (`gpu_user_annotation`) are not
         // steps: the CPU annotation is.
         if is_step && !cat.starts_with("gpu_") {
-            self.steps.push(span);
+            self.trace.steps.push(span);
         } else if !is_step {
-            self.shaped.push(span);
+            self.trace.shaped.push(span);
         }
         Ok(())
-    }
-}
-
-/// A trace's top-level object and its `traceEvents` array.
-fn top_level(root: &Value) -> Result<(&Map<String, Value>, &Vec<Value>), TraceError> {
-    let Value::Object(top) = root else {
-        return Err(TraceError::NotATrace {
-            reason: format!("the top level is {}, not an object", kind(root)),
-        });
-    };
-    match top.get("traceEvents") {
-        Some(Value::Array(a)) => Ok((top, a)),
-        Some(other) => Err(TraceError::NotATrace {
-            reason: format!("`traceEvents` is {}, not an array", kind(other)),
-        }),
-        None => Err(TraceError::NotATrace {
-            reason: "no `traceEvents` array (not a Chrome or PyTorch profiler trace)".into(),
-        }),
     }
 }
 
@@ -375,16 +506,4 @@ fn dims_of(v: &Value) -> Option<Vec<Vec<u64>>> {
             _ => Some(Vec::new()),
         })
         .collect()
-}
-
-/// What kind of JSON value `v` is, for errors.
-pub(super) fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }

@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::{error_pct, import, replay_timeline, TraceError, TraceOptions};
+use super::{error_pct, replay_timeline, Trace, TraceError, TraceOptions};
 
 /// One step replayed.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -38,12 +38,12 @@ pub struct Fidelity {
 
 fn replay_of(
     step: Option<u64>,
-    text: &str,
+    trace: &Trace,
     options: &TraceOptions,
 ) -> Result<StepFidelity, TraceError> {
     let mut o = options.clone();
     o.step = step;
-    let (graph, report) = import(text, &o)?;
+    let (graph, report) = trace.import(&o)?;
     let t = replay_timeline(&graph)?;
     let (max_shift_ns, max_shift_op) = graph
         .ids()
@@ -56,7 +56,7 @@ fn replay_of(
         .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(&a.1)))
         .unwrap_or((0, String::new()));
     o.launch_times = false;
-    let (bare, _) = import(text, &o)?;
+    let (bare, _) = trace.import(&o)?;
     let gpu_only = replay_timeline(&bare)?.makespan;
     Ok(StepFidelity {
         step: report.step,
@@ -70,10 +70,16 @@ fn replay_of(
     })
 }
 
-/// Imports and replays every step of the trace `text` (steps without GPU ops are skipped).
-/// Cost: three imports and two simulations per step.
+/// Imports and replays every step of the trace `text` (steps without GPU ops are skipped):
+/// [`Trace::from_text`] then [`fidelity_of`].
 pub fn fidelity(text: &str, options: &TraceOptions) -> Result<Fidelity, TraceError> {
-    let (_, report) = import(text, options)?;
+    fidelity_of(&Trace::from_text(text)?, options)
+}
+
+/// Imports and replays every step of a trace already read (steps without GPU ops are
+/// skipped). Cost: three imports and two simulations per step; the trace is read once.
+pub fn fidelity_of(trace: &Trace, options: &TraceOptions) -> Result<Fidelity, TraceError> {
+    let (_, report) = trace.import(options)?;
     let numbers: Vec<Option<u64>> = report
         .steps
         .iter()
@@ -86,7 +92,7 @@ pub fn fidelity(text: &str, options: &TraceOptions) -> Result<Fidelity, TraceErr
         .collect();
     let mut steps = Vec::with_capacity(numbers.len());
     for n in numbers {
-        steps.push(replay_of(n, text, options)?);
+        steps.push(replay_of(n, trace, options)?);
     }
     let median = steps
         .iter()

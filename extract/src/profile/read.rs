@@ -10,8 +10,9 @@
 //! steps as the greatest common divisor of their counts (each step runs each instruction's
 //! kernels once).
 //!
-//! The events are read one by one (serde's sequence visitor), keeping only the device events
-//! and the metadata, so memory grows with the device events, not the trace.
+//! The file is read as a stream (gzip decoded on the way) and its events one by one (serde's
+//! sequence visitor), keeping only the device events and the metadata, so memory grows with
+//! the device events, not the trace.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -192,12 +193,26 @@ fn keep(out: &mut Events, index: usize, raw: RawEvent) -> Result<(), String> {
     }
 }
 
-/// The complete events and names of the trace `text` (see the module docs). Errors give the
-/// event's index, or the line and column where the JSON breaks.
-pub(super) fn events(text: &str) -> Result<Events, ProfileError> {
+/// The complete events and names of the trace read from `input`, gzipped (by its magic
+/// number) or not, as a stream (see the module docs). Errors give the event's index, or the
+/// line and column where the JSON breaks.
+pub(super) fn events<R: std::io::BufRead>(mut input: R) -> Result<Events, ProfileError> {
+    let gzip = input
+        .fill_buf()
+        .map(crate::kineto::is_gzip)
+        .map_err(|e| ProfileError::Json(format!("reading: {e}")))?;
+    if gzip {
+        let decoder = flate2::bufread::MultiGzDecoder::new(input);
+        events_of(std::io::BufReader::with_capacity(1 << 16, decoder))
+    } else {
+        events_of(input)
+    }
+}
+
+fn events_of<R: std::io::Read>(input: R) -> Result<Events, ProfileError> {
     let mut out = Events::default();
     let mut found = false;
-    let mut d = serde_json::Deserializer::from_str(text);
+    let mut d = serde_json::Deserializer::from_reader(input);
     de::Deserializer::deserialize_map(&mut d, FileSeed(&mut out, &mut found))
         .and_then(|()| d.end())
         .map_err(|e| ProfileError::Json(e.to_string()))?;

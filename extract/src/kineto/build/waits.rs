@@ -18,6 +18,7 @@ pub(super) fn dependencies(
     trace: &Trace,
     ops: &[&GpuOp],
     lts: &[Ns],
+    calls: &[Option<&Call>],
     lanes: &Lanes,
     warnings: &mut Vec<String>,
 ) -> (Vec<BTreeSet<usize>>, WaitCounts) {
@@ -60,19 +61,25 @@ pub(super) fn dependencies(
             preds[c].insert(p);
         }
     };
-    let index_of: BTreeMap<i64, usize> = ops
-        .iter()
-        .enumerate()
-        .map(|(i, g)| (g.correlation, i))
-        .collect();
+    // A launch's first op (ops are in start order): the one a wait before the launch holds.
+    let mut index_of: BTreeMap<i64, usize> = BTreeMap::new();
+    for (i, g) in ops.iter().enumerate() {
+        index_of.entry(g.correlation).or_insert(i);
+    }
     if !trace.waits.is_empty() {
         exact_waits(trace, ops, lts, &mut counts, warnings, &mut |p, c| {
             add_wait(&mut preds, p, c)
         });
     } else {
-        infer_waits(trace, ops, lts, &index_of, &mut counts, &mut |p, c| {
-            add_wait(&mut preds, p, c)
-        });
+        infer_waits(
+            trace,
+            ops,
+            lts,
+            calls,
+            &index_of,
+            &mut counts,
+            &mut |p, c| add_wait(&mut preds, p, c),
+        );
     }
     (preds, counts)
 }
@@ -140,6 +147,7 @@ fn infer_waits(
     trace: &Trace,
     ops: &[&GpuOp],
     lts: &[Ns],
+    calls: &[Option<&Call>],
     index_of: &BTreeMap<i64, usize>,
     counts: &mut WaitCounts,
     add: &mut dyn FnMut(usize, usize),
@@ -159,12 +167,16 @@ fn infer_waits(
         }
         last_on.insert(ops[i].stream, i);
     }
-    let lo = lts.iter().copied().min().unwrap_or(0);
-    let hi = lts.iter().copied().max().unwrap_or(0);
+    // The launch calls' span (ops without one started at their `lts`, after it).
+    let launched = || (0..n).filter(|&i| calls[i].is_some()).map(|i| lts[i]);
+    let lo = launched().min().unwrap_or(0);
+    let hi = launched().max().unwrap_or(0);
+    // Threads by `(pid, tid)`, the order the waits are applied in.
     let mut threads: BTreeMap<&(String, String), Vec<&Call>> = BTreeMap::new();
     for c in &trace.calls {
         if c.ts >= lo && c.ts <= hi {
-            threads.entry(&c.thread).or_default().push(c);
+            let name = &trace.thread_names[c.thread as usize];
+            threads.entry(name).or_default().push(c);
         }
     }
     for calls in threads.values_mut() {
@@ -172,9 +184,9 @@ fn infer_waits(
         let mut record: Option<Ns> = None;
         let mut pending: Vec<Ns> = Vec::new();
         for c in calls.iter() {
-            if c.name == "cudaEventRecord" {
+            if &*c.name == "cudaEventRecord" {
                 record = Some(c.ts);
-            } else if c.name == "cudaStreamWaitEvent" {
+            } else if &*c.name == "cudaStreamWaitEvent" {
                 pending.push(record.unwrap_or(c.ts).min(c.ts));
             } else if let Some(&i) = index_of.get(&c.correlation) {
                 for cut in pending.drain(..) {
