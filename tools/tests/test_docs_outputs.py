@@ -84,5 +84,21 @@ class Check(unittest.TestCase):
         self.assertIn("+makespan 11.574 ms", err)
 
 
+class Session(unittest.TestCase):
+    def test_a_python_session_prints_as_the_interpreter_does(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            page = Path(tmp) / "page.md"
+            page.write_text("<!-- docs-outputs: check python=jax -->\n```text\n"
+                            ">>> x = [1, 2]\n>>> x + [3]\n[1, 2, 3]\n>>> for v in x:\n"
+                            "...     print(v)\n... \n1\n2\n>>> 1/0\nwrong\n```\n")
+            r = subprocess.run([sys.executable, str(SCRIPT), "--no-timed", "--page", str(page)],
+                               capture_output=True, text=True, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            text = page.read_text()
+            self.assertIn(">>> x + [3]\n[1, 2, 3]\n>>> for v in x:", text)
+            self.assertIn("1\n2\n>>> 1/0\nTraceback (most recent call last):", text)
+            self.assertIn("ZeroDivisionError: division by zero\n```", text)
+
+
 if __name__ == "__main__":
     unittest.main()
