@@ -33,6 +33,7 @@ pub fn program_order(graph: &Graph) -> Result<StreamPlan, GraphError> {
 type ReadyKey = (Reverse<u64>, u64, Reverse<usize>);
 
 /// Longest path from the start of each op to the end of the graph (its duration included).
+/// O(ops + deps). Sums saturate: past the horizon ([`crate::horizon`]) a level is `u64::MAX`.
 pub fn bottom_levels(graph: &Graph, durations: &[u64]) -> Vec<u64> {
     let mut level = vec![0u64; graph.len()];
     for id in graph.ids().rev() {
@@ -42,7 +43,7 @@ pub fn bottom_levels(graph: &Graph, durations: &[u64]) -> Vec<u64> {
             .map(|s| level[s.0])
             .max()
             .unwrap_or(0);
-        level[id.0] = durations[id.0] + tail;
+        level[id.0] = durations[id.0].saturating_add(tail);
     }
     level
 }
@@ -83,11 +84,8 @@ pub fn lhs_within(
 /// [`lhs`] with live-tensor bytes kept under `limit` as a tie-breaker (see [`lhs_within`]).
 fn lhs_limited(graph: &Graph, durations: &[u64], limit: u64) -> Result<StreamPlan, GraphError> {
     let n = graph.len();
-    if durations.len() != n {
-        return Err(GraphError::InvalidPlan {
-            reason: format!("{} durations for {} ops", durations.len(), n),
-        });
-    }
+    // Its clock, as the simulator's, stays within the horizon.
+    crate::horizon::horizon(graph, durations)?;
     let mut l = LimitedLhs::new(graph, durations, limit);
     while l.placed < n {
         for s in 0..l.streams.len() {
@@ -251,6 +249,7 @@ impl<'g> LimitedLhs<'g> {
     /// Starts op `o` on stream `s` now.
     fn start(&mut self, s: usize, o: usize) {
         self.orders[s].push(OpId(o));
+        // Within the horizon (checked by `lhs_limited`): no overflow.
         self.free_at[s] = self.now + self.durations[o];
         self.running.push(Reverse((self.free_at[s], o)));
         self.placed += 1;
