@@ -291,7 +291,13 @@ fn laned() -> Graph {
     let side = b.add(compute("side").on_lane(1), &[a]);
     let other = b.add(compute("other").on_lane(2), &[a]);
     let ar = b.add(
-        Op::collective("ar", CollectiveKind::AllReduce, 1 << 20, 8, LinkClass::IntraNode),
+        Op::collective(
+            "ar",
+            CollectiveKind::AllReduce,
+            1 << 20,
+            8,
+            LinkClass::IntraNode,
+        ),
         &[side],
     );
     b.add(compute("b"), &[a]);
@@ -304,7 +310,10 @@ fn each_compute_lane_lowers_to_a_stream_of_its_own() {
     let g = laned();
     let plan = StreamPlan::program_order(&g).unwrap();
     let names: Vec<String> = plan.streams.iter().map(|(s, _)| s.name()).collect();
-    assert_eq!(names, ["compute", "compute.1", "compute.2", "comm.intra-node"]);
+    assert_eq!(
+        names,
+        ["compute", "compute.1", "compute.2", "comm.intra-node"]
+    );
     let d = [5, 7, 3, 4, 6, 1];
     let c = lower(&g, &plan, &d, &LowerConfig::default()).unwrap();
     // One command list (one CUDA stream of the executor) per lane, none merged.

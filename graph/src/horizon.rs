@@ -86,7 +86,10 @@ mod tests {
     #[test]
     fn a_duration_past_the_horizon_names_its_op() {
         let e = horizon(&chain(0), &[1, u64::MAX / 2]).unwrap_err();
-        assert!(matches!(e, GraphError::Overflow { ref op, .. } if op == "b"), "{e}");
+        assert!(
+            matches!(e, GraphError::Overflow { ref op, .. } if op == "b"),
+            "{e}"
+        );
         assert!(e.to_string().contains(&(u64::MAX / 2).to_string()), "{e}");
         // Two durations that fit alone but not together name the second.
         let e = horizon(&chain(0), &[MAX_HORIZON_NS, 1]).unwrap_err();

@@ -366,7 +366,10 @@ mod tests {
         let g = two_layers();
         let plan = StreamPlan::program_order(&g).unwrap();
         let e = simulate(&g, &plan, &[3, u64::MAX / 2, 3, 2, 1], 2.0).unwrap_err();
-        assert!(matches!(e, GraphError::Overflow { ref op, .. } if op == "ar1"), "{e}");
+        assert!(
+            matches!(e, GraphError::Overflow { ref op, .. } if op == "ar1"),
+            "{e}"
+        );
         // At the horizon itself, with the strongest slowdown, the clock still fits.
         let d = crate::horizon::MAX_HORIZON_NS / 5;
         let t = simulate(&g, &plan, &[d; 5], 1e9).unwrap();
