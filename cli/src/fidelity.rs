@@ -61,7 +61,7 @@ struct FidelityJson {
 
 /// The simulated makespan of `graph` in `plan` on `hardware`.
 fn makespan(graph: &Graph, plan: &StreamPlan, hardware: &Hardware) -> anyhow::Result<u64> {
-    let durations = hardware.durations(graph);
+    let durations = hardware.checked_durations(graph)?;
     Ok(concerto_graph::simulate(graph, plan, &durations, hardware.contention)?.makespan)
 }
 

@@ -159,7 +159,7 @@ fn summarise(
     let graph = &input.graph;
     let report = input.hlo.as_ref().map(|h| &h.report);
     let trace = input.trace.clone();
-    let durations = hardware.durations(graph);
+    let durations = hardware.checked_durations(graph)?;
     let (comm, compute): (Vec<_>, Vec<_>) = graph
         .ops()
         .zip(&durations)

@@ -116,7 +116,7 @@ pub(crate) fn run(args: &RunCudaArgs) -> Result<(), Failure> {
     let (plans, durations, contention): (Vec<(&str, StreamPlan)>, Vec<u64>, f64) = match given {
         Some(plan) => (
             vec![("plan", plan)],
-            hardware.durations(&graph),
+            hardware.checked_durations(&graph)?,
             hardware.contention,
         ),
         None => {

@@ -95,8 +95,14 @@ fn import_reads_a_native_graph_json_too() {
 #[test]
 fn a_closed_pipe_ends_the_command_quietly() {
     use std::process::{Command, Stdio};
-    let trace = format!("{}/../fixtures/kineto/ddp_3steps.json", env!("CARGO_MANIFEST_DIR"));
-    for args in [vec!["import", trace.as_str()], vec!["import", trace.as_str(), "--json"]] {
+    let trace = format!(
+        "{}/../fixtures/kineto/ddp_3steps.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    for args in [
+        vec!["import", trace.as_str()],
+        vec!["import", trace.as_str(), "--json"],
+    ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_concerto"))
             .args(&args)
             .stdout(Stdio::piped())

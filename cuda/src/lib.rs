@@ -9,7 +9,8 @@
 //! ## What is lowered ([`lower()`], module [`mod@lower`])
 //!
 //! A [`StreamPlan`] and one duration per op become [`Commands`]: one command list per stream
-//! of the plan (the compute stream, then one per communication channel, in the plan's order),
+//! of the plan (the compute stream, each compute lane of a graph that has lanes, such as one
+//! imported from a profiler trace, and each communication channel, in the plan's order),
 //! each a sequence of `Wait { event }`, `Launch { op, duration_ns, kind }` and
 //! `Record { event }`. Each stream's launches follow the plan's FIFO order. The waits are
 //! exactly the plan's waits (producer, consumer), which [`StreamPlan::new`] keeps minimal:

@@ -280,3 +280,67 @@ fn compare_reports_both_makespans_and_the_difference() {
         assert!(json.get(key).is_some(), "{key} missing in {json}");
     }
 }
+
+/// A trace-like graph: compute on the default lane and on lanes 1 and 2 (side streams of a
+/// profiler trace), a collective between them, and cross-lane dependencies.
+fn laned() -> Graph {
+    use concerto_graph::{CollectiveKind, ComputeClass, GraphBuilder, LinkClass, Op};
+    let compute = |name: &str| Op::compute(name, ComputeClass::Other, 0, 0);
+    let mut b = GraphBuilder::new("lanes");
+    let a = b.add(compute("a"), &[]);
+    let side = b.add(compute("side").on_lane(1), &[a]);
+    let other = b.add(compute("other").on_lane(2), &[a]);
+    let ar = b.add(
+        Op::collective(
+            "ar",
+            CollectiveKind::AllReduce,
+            1 << 20,
+            8,
+            LinkClass::IntraNode,
+        ),
+        &[side],
+    );
+    b.add(compute("b"), &[a]);
+    b.add(compute("join"), &[ar, other]);
+    b.finish()
+}
+
+#[test]
+fn each_compute_lane_lowers_to_a_stream_of_its_own() {
+    let g = laned();
+    let plan = StreamPlan::program_order(&g).unwrap();
+    let names: Vec<String> = plan.streams.iter().map(|(s, _)| s.name()).collect();
+    assert_eq!(
+        names,
+        ["compute", "compute.1", "compute.2", "comm.intra-node"]
+    );
+    let d = [5, 7, 3, 4, 6, 1];
+    let c = lower(&g, &plan, &d, &LowerConfig::default()).unwrap();
+    // One command list (one CUDA stream of the executor) per lane, none merged.
+    assert_eq!(c.stream_names(), names);
+    assert_lowered_like_the_plan(&g, &plan, &c);
+    let on = |s: usize| -> Vec<&str> {
+        c.streams[s]
+            .ops()
+            .iter()
+            .map(|o| g.op(*o).name.as_str())
+            .collect()
+    };
+    assert_eq!(on(0), ["a", "b", "join"]);
+    assert_eq!(on(1), ["side"]);
+    assert_eq!(on(2), ["other"]);
+    // Lane ops are compute: they spin on the compute blocks, like the default lane's.
+    for s in 0..3 {
+        for x in &c.streams[s].commands {
+            if let Command::Launch { kind, .. } = x {
+                assert_eq!(*kind, LaunchKind::Spin { blocks: 132 });
+            }
+        }
+    }
+    // The lanes overlap in the timeline the executor reports: `side` and `other` beside `b`.
+    let rows = compare(&g, &[("plan", &plan)], &d, 1.0, &mut Simulator).unwrap();
+    let t = &rows[0].measured;
+    assert_eq!(t.streams, names);
+    assert_eq!((t.start[1], t.start[2], t.start[4]), (5, 5, 5));
+    assert_eq!(rows[0].measured_ns, 5 + 7 + 4 + 1);
+}

@@ -6,7 +6,9 @@
 //! - [`lhs`]: a greedy list scheduler in the spirit of XLA's latency-hiding scheduler
 //!   (`xla/service/latency_hiding_scheduler.cc`): compute ops by critical-path priority
 //!   (longest path to the end of the step, the "bottom level"), collectives started as soon as
-//!   they are ready, one in flight per channel. XLA's scheduler works bottom-up over an
+//!   they are ready, one in flight per channel; an op is ready once its producers have ended
+//!   and its release time ([`crate::Op::release_ns`]: a trace kernel's CPU launch) has come,
+//!   as in the simulator and the list scheduler. XLA's scheduler works bottom-up over an
 //!   HLO sequence with its own cost model; this one is top-down over the graph with the
 //!   profile's durations: the same policy, not a port. O((ops + deps) log ops).
 //!   [`lhs_within`] adds XLA's treatment of a memory limit: a tie-breaker, and one retry at
@@ -33,6 +35,7 @@ pub fn program_order(graph: &Graph) -> Result<StreamPlan, GraphError> {
 type ReadyKey = (Reverse<u64>, u64, Reverse<usize>);
 
 /// Longest path from the start of each op to the end of the graph (its duration included).
+/// O(ops + deps). Sums saturate: past the horizon ([`crate::horizon`]) a level is `u64::MAX`.
 pub fn bottom_levels(graph: &Graph, durations: &[u64]) -> Vec<u64> {
     let mut level = vec![0u64; graph.len()];
     for id in graph.ids().rev() {
@@ -42,7 +45,7 @@ pub fn bottom_levels(graph: &Graph, durations: &[u64]) -> Vec<u64> {
             .map(|s| level[s.0])
             .max()
             .unwrap_or(0);
-        level[id.0] = durations[id.0] + tail;
+        level[id.0] = durations[id.0].saturating_add(tail);
     }
     level
 }
@@ -83,11 +86,8 @@ pub fn lhs_within(
 /// [`lhs`] with live-tensor bytes kept under `limit` as a tie-breaker (see [`lhs_within`]).
 fn lhs_limited(graph: &Graph, durations: &[u64], limit: u64) -> Result<StreamPlan, GraphError> {
     let n = graph.len();
-    if durations.len() != n {
-        return Err(GraphError::InvalidPlan {
-            reason: format!("{} durations for {} ops", durations.len(), n),
-        });
-    }
+    // Its clock, as the simulator's, stays within the horizon.
+    crate::horizon::horizon(graph, durations)?;
     let mut l = LimitedLhs::new(graph, durations, limit);
     while l.placed < n {
         for s in 0..l.streams.len() {
@@ -132,6 +132,8 @@ struct LimitedLhs<'g> {
     free_at: Vec<u64>,
     /// Ops in flight, by end time.
     running: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Ops whose producers have ended but whose release time has not come, by release time.
+    pending: BinaryHeap<Reverse<(u64, usize)>>,
     now: u64,
     placed: usize,
     /// Memory, as `memory::profile` counts it: each op's bytes, whether it stays live, its
@@ -168,6 +170,7 @@ impl<'g> LimitedLhs<'g> {
             orders: vec![Vec::new(); streams.len()],
             free_at: vec![0u64; streams.len()],
             running: BinaryHeap::new(),
+            pending: BinaryHeap::new(),
             now: 0,
             placed: 0,
             alloc: graph.ops().map(|o| o.buffer_bytes()).collect(),
@@ -185,8 +188,15 @@ impl<'g> LimitedLhs<'g> {
         l
     }
 
-    /// Makes op `o` ready on its stream at time `at`.
+    /// Makes op `o`, whose producers have all ended by `at`, ready on its stream at time `at`,
+    /// or holds it until its release time when that is later than now.
     fn push(&mut self, o: usize, at: u64) {
+        let release = self.graph.op(OpId(o)).release_ns;
+        if release > self.now {
+            self.pending.push(Reverse((release, o)));
+            return;
+        }
+        let at = at.max(release);
         let s = self.stream_of[o];
         let key = if !self.streams[s].is_comm() {
             (Reverse(0), self.level[o], Reverse(o))
@@ -251,19 +261,30 @@ impl<'g> LimitedLhs<'g> {
     /// Starts op `o` on stream `s` now.
     fn start(&mut self, s: usize, o: usize) {
         self.orders[s].push(OpId(o));
+        // Within the horizon (checked by `lhs_limited`): no overflow.
         self.free_at[s] = self.now + self.durations[o];
         self.running.push(Reverse((self.free_at[s], o)));
         self.placed += 1;
         self.live += self.alloc[o];
     }
 
-    /// Advances to the next completion and releases its consumers and the bytes nothing reads
-    /// any more; `false` when nothing runs.
+    /// Advances to the next event, the next completion or release: a completion releases its
+    /// consumers and the bytes nothing reads any more; a release makes its ops ready. `false`
+    /// when nothing runs and nothing waits for its release.
     fn advance(&mut self) -> bool {
-        let Some(Reverse((t, _))) = self.running.peek().copied() else {
+        let end = self.running.peek().map(|r| r.0 .0);
+        let release = self.pending.peek().map(|r| r.0 .0);
+        let Some(t) = end.into_iter().chain(release).min() else {
             return false;
         };
         self.now = t;
+        while let Some(Reverse((r, o))) = self.pending.peek().copied() {
+            if r > self.now {
+                break;
+            }
+            self.pending.pop();
+            self.push(o, r);
+        }
         let graph = self.graph;
         while let Some(Reverse((t2, o))) = self.running.peek().copied() {
             if t2 != self.now {
@@ -385,6 +406,48 @@ mod tests {
         // A distance of 0 moves nothing.
         let i0 = simulate(&g, &inductor(&g, 0).unwrap(), &D, 1.0).unwrap();
         assert_eq!(i0.makespan, 20);
+    }
+
+    #[test]
+    fn lhs_starts_no_op_before_its_release() {
+        // `late` (released at 100) leads the longest path; `early` and `also` are free now.
+        let mut b = GraphBuilder::new("released");
+        let late = b.add(
+            Op::compute("late", ComputeClass::Other, 0, 0).released_at(100),
+            &[],
+        );
+        b.add(Op::compute("tail", ComputeClass::Other, 0, 0), &[late]);
+        let early = b.add(Op::compute("early", ComputeClass::Other, 0, 0), &[]);
+        b.add(
+            Op::collective("ar", CollectiveKind::AllReduce, 8, 8, LinkClass::IntraNode)
+                .released_at(30),
+            &[early],
+        );
+        b.add(Op::compute("also", ComputeClass::Other, 0, 0), &[]);
+        let g = b.finish();
+        let d = [10, 50, 5, 7, 20];
+        let plan = lhs(&g, &d).unwrap();
+        // The ops free at time 0 go first (by bottom level); `late` waits for its release, not
+        // the others, and `ar` for its own.
+        let names: Vec<&str> = plan.streams[0]
+            .1
+            .iter()
+            .map(|o| g.op(*o).name.as_str())
+            .collect();
+        assert_eq!(names, ["also", "early", "late", "tail"]);
+        let t = simulate(&g, &plan, &d, 1.0).unwrap();
+        for o in g.ids() {
+            assert!(t.start[o.0] >= g.op(o).release_ns, "{}", g.op(o).name);
+        }
+        assert_eq!((t.start[3], t.start[0]), (30, 100));
+        assert_eq!(t.makespan, 160);
+        // Program order puts `late` first and holds everything behind it until 100.
+        let p = simulate(&g, &program_order(&g).unwrap(), &d, 1.0).unwrap();
+        assert_eq!(p.makespan, 100 + 10 + 50 + 5 + 20);
+        // Under a memory limit the same release times hold.
+        let within = lhs_within(&g, &d, 0, 1.0).unwrap();
+        let t = simulate(&g, &within, &d, 1.0).unwrap();
+        assert_eq!(t.start[0], 100);
     }
 
     #[test]

@@ -109,6 +109,20 @@ pub enum GraphError {
         /// The largest tensors live then, with their bytes.
         live: String,
     },
+    /// An op's duration or release time takes the step past the longest one Concerto can time
+    /// without overflowing ([`crate::horizon`]).
+    #[error(
+        "op `{op}`: {what} takes the step past the longest one Concerto times ({limit_ns} ns, \
+         about 213 days); is it a duration in ns?"
+    )]
+    Overflow {
+        /// The op.
+        op: String,
+        /// What overflows: its duration or release time, with the value.
+        what: String,
+        /// The longest step (ns), [`crate::horizon::MAX_HORIZON_NS`].
+        limit_ns: u64,
+    },
     /// The solver failed (an error, not an outcome such as a time limit).
     #[error("solver failed: {0}")]
     Solve(#[from] concerto_rcpsp::SolveError),

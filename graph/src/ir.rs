@@ -87,7 +87,7 @@ impl Tensor {
 
     /// Number of elements.
     pub fn elements(&self) -> u64 {
-        self.shape.iter().product()
+        self.shape.iter().fold(1u64, |n, &d| n.saturating_mul(d))
     }
 
     /// Size in bytes.
@@ -379,7 +379,9 @@ impl Op {
 
     /// Bytes of all outputs.
     pub fn output_bytes(&self) -> u64 {
-        self.outputs.iter().map(Tensor::bytes).sum()
+        self.outputs
+            .iter()
+            .fold(0u64, |n, t| n.saturating_add(t.bytes()))
     }
 
     /// Bytes the op allocates when it starts (see [`crate::memory`]): its declared outputs;

@@ -47,6 +47,7 @@ pub mod bounds;
 mod error;
 pub mod fingerprint;
 pub mod hardware;
+pub mod horizon;
 pub mod ir;
 pub mod list;
 pub mod lower;

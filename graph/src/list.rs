@@ -582,6 +582,8 @@ fn check(graph: &Graph, durations: &[u64], contention: f64) -> Result<u64, Graph
             graph.len()
         )));
     }
+    // Times of the event loop, as the simulator's, fit a u64 within the horizon.
+    crate::horizon::horizon(graph, durations)?;
     if !(contention.is_finite() && contention >= 1.0) {
         return Err(invalid(format!(
             "list scheduling: the contention factor must be finite and at least 1, not {contention}"

@@ -27,12 +27,12 @@ pub struct Lowered {
 }
 
 /// Lowers `graph` with one duration (ns) per op (see the module docs).
+///
+/// Errors: [`GraphError::InvalidPlan`] when `durations` does not have one entry per op;
+/// [`GraphError::Overflow`] naming the op that takes the step past the horizon
+/// ([`crate::horizon`]: a longer step could overflow the solvers' `i64` times).
 pub fn lower(graph: &Graph, durations: &[u64]) -> Result<Lowered, GraphError> {
-    if durations.len() != graph.len() {
-        return Err(GraphError::InvalidPlan {
-            reason: format!("{} durations for {} ops", durations.len(), graph.len()),
-        });
-    }
+    crate::horizon::horizon(graph, durations)?;
     let streams = Stream::of_graph(graph);
     let mut b = ProblemBuilder::new();
     let resources: Vec<_> = streams.iter().map(|s| b.resource(s.name(), 1)).collect();
@@ -80,7 +80,8 @@ pub fn schedule_of(timeline: &Timeline) -> Schedule {
 
 /// The lower bound `max(critical path from release times, busiest stream)` on every plan's makespan with these
 /// durations; contention only lengthens ops, so it bounds simulated makespans too.
-/// O(ops + dependencies).
+/// O(ops + dependencies). Sums saturate: past the horizon ([`crate::horizon`], which
+/// [`crate::simulate()`] and [`lower`] check) the bound is `u64::MAX`.
 pub fn lower_bound(graph: &Graph, durations: &[u64]) -> u64 {
     let mut finish = vec![0u64; graph.len()];
     let mut busy: std::collections::BTreeMap<Stream, u64> = Default::default();
@@ -92,8 +93,9 @@ pub fn lower_bound(graph: &Graph, durations: &[u64]) -> u64 {
             .max()
             .unwrap_or(0)
             .max(graph.op(id).release_ns);
-        finish[id.0] = ready + durations[id.0];
-        *busy.entry(Stream::of(graph.op(id))).or_default() += durations[id.0];
+        finish[id.0] = ready.saturating_add(durations[id.0]);
+        let b = busy.entry(Stream::of(graph.op(id))).or_default();
+        *b = b.saturating_add(durations[id.0]);
     }
     let cp = finish.iter().copied().max().unwrap_or(0);
     cp.max(busy.values().copied().max().unwrap_or(0))

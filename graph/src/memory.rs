@@ -112,13 +112,12 @@ pub fn profile(graph: &Graph, timeline: &Timeline) -> Result<MemoryProfile, Grap
     let resident = graph.resident_bytes();
     Ok(MemoryProfile {
         resident_bytes: resident,
-        peak_bytes: resident.saturating_add(peak as u64),
+        peak_bytes: resident.saturating_add(u64::try_from(peak).unwrap_or(u64::MAX)),
         peak_at_ns: at,
         live_out_bytes: graph
             .ops()
             .filter(|o| o.live_out)
-            .map(|o| o.buffer_bytes())
-            .sum(),
+            .fold(0u64, |n, o| n.saturating_add(o.buffer_bytes())),
     })
 }
 
@@ -181,25 +180,25 @@ pub fn peak_lower_bound(graph: &Graph, durations: &[u64]) -> Result<u64, GraphEr
             ),
         });
     }
-    let outputs: u64 = graph
+    let outputs = graph
         .ops()
         .filter(|o| o.live_out)
-        .map(|o| o.buffer_bytes())
-        .sum();
+        .fold(0u64, |n, o| n.saturating_add(o.buffer_bytes()));
     let running = graph
         .ids()
         .filter(|o| durations[o.0] > 0)
         .map(|o| {
-            graph.op(o).buffer_bytes()
-                + graph
-                    .predecessors(o)
-                    .iter()
-                    .map(|p| graph.op(*p).buffer_bytes())
-                    .sum::<u64>()
+            graph
+                .predecessors(o)
+                .iter()
+                .fold(graph.op(o).buffer_bytes(), |n, p| {
+                    n.saturating_add(graph.op(*p).buffer_bytes())
+                })
         })
         .max()
         .unwrap_or(0);
-    Ok(graph.resident_bytes() + outputs.max(running))
+    // Sizes saturate: a peak of u64::MAX bytes is over every budget, as the true one is.
+    Ok(graph.resident_bytes().saturating_add(outputs.max(running)))
 }
 
 #[cfg(test)]

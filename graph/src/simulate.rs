@@ -137,17 +137,18 @@ fn union(ops: impl Iterator<Item = OpId>, t: &Timeline) -> Vec<(u64, u64)> {
 /// Simulates `plan` (which must be valid for `graph`) with one duration per op (ns, at full
 /// speed) and the compute slowdown `contention` (>= 1) while a collective runs. See the
 /// module docs.
+///
+/// Errors: [`GraphError::InvalidPlan`] for a plan not of `graph`, a wrong number of durations
+/// or a contention below 1; [`GraphError::Deadlock`]; [`GraphError::Overflow`] naming the op
+/// whose duration takes the step past [`crate::horizon::MAX_HORIZON_NS`].
 pub fn simulate(
     graph: &Graph,
     plan: &StreamPlan,
     durations: &[u64],
     contention: f64,
 ) -> Result<Timeline, GraphError> {
-    if durations.len() != graph.len() {
-        return Err(GraphError::InvalidPlan {
-            reason: format!("{} durations for {} ops", durations.len(), graph.len()),
-        });
-    }
+    // Every duration times UNITS, and every time reached, fits a u64 within the horizon.
+    crate::horizon::horizon(graph, durations)?;
     if !(contention.is_finite() && contention >= 1.0) {
         return Err(GraphError::InvalidPlan {
             reason: format!(
@@ -188,7 +189,7 @@ pub fn simulate(
             if let Some(&o) = order.get(next[s]) {
                 if release[o.0] <= now && waits_of[o.0].iter().all(|&p| done[p]) {
                     start[o.0] = now;
-                    running[s] = Some((o.0, durations[o.0].saturating_mul(UNITS)));
+                    running[s] = Some((o.0, durations[o.0] * UNITS));
                     next[s] += 1;
                 }
             }
@@ -217,10 +218,20 @@ pub fn simulate(
                 cycle: "no stream can launch its next op (waits never satisfied)".into(),
             });
         };
-        now += dt;
+        // Within the horizon a slowed op takes at most 1000 times its duration: `now` fits.
+        now = now.checked_add(dt).ok_or_else(|| {
+            let o = running.iter().flatten().map(|r| r.0).next().unwrap_or(0);
+            GraphError::Overflow {
+                op: graph.op(OpId(o)).name.clone(),
+                what: "its end, slowed by contention,".into(),
+                limit_ns: crate::horizon::MAX_HORIZON_NS,
+            }
+        })?;
         for (s, slot) in running.iter_mut().enumerate() {
             if let Some((o, rem)) = *slot {
-                let left = rem.saturating_sub(dt * rate(s));
+                // dt * rate is at most rem + rate - 1 for the op that ends first, less than the
+                // remaining work rounded up for the others: it saturates only past the end.
+                let left = rem.saturating_sub(dt.saturating_mul(rate(s)));
                 if left == 0 {
                     end[o] = now;
                     done[o] = true;
@@ -348,6 +359,35 @@ mod tests {
         assert_eq!((t.start[2], t.end[2]), (1, 5));
         let back = StreamPlan::from_json(&g, &plan.to_json(&g)).unwrap();
         assert_eq!(back, plan);
+    }
+
+    #[test]
+    fn a_duration_past_the_horizon_is_an_error_naming_its_op() {
+        let g = two_layers();
+        let plan = StreamPlan::program_order(&g).unwrap();
+        let e = simulate(&g, &plan, &[3, u64::MAX / 2, 3, 2, 1], 2.0).unwrap_err();
+        assert!(
+            matches!(e, GraphError::Overflow { ref op, .. } if op == "ar1"),
+            "{e}"
+        );
+        // At the horizon itself, with the strongest slowdown, the clock still fits.
+        let d = crate::horizon::MAX_HORIZON_NS / 5;
+        let t = simulate(&g, &plan, &[d; 5], 1e9).unwrap();
+        assert!(t.makespan >= 3 * d, "{}", t.makespan);
+        // The list scheduler and the lhs baseline check the same horizon.
+        let e = crate::baselines::lhs(&g, &[1, 1, u64::MAX / 2, 1, 1]).unwrap_err();
+        assert!(e.to_string().contains("op `bwd0`"), "{e}");
+        let e = crate::list::list_schedule(
+            &g,
+            &[1, 1, 1, 1, u64::MAX],
+            &[0; 5],
+            crate::list::Direction::Forward,
+            1.0,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("op `opt1`"), "{e}");
+        let e = crate::lower::lower(&g, &[u64::MAX; 5]).unwrap_err();
+        assert!(e.to_string().contains("op `bwd1`"), "{e}");
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub fn evaluate(
     plan: &StreamPlan,
 ) -> Result<Evaluation, PipelineError> {
     plan.validate(graph)?;
-    let durations = hardware.durations(graph);
+    let durations = hardware.checked_durations(graph)?;
     let timeline = simulate(graph, plan, &durations, hardware.contention)?;
     let bounds = concerto_graph::bounds::bounds_contended(graph, &durations, hardware.contention);
     let best = bounds.best();

@@ -257,7 +257,7 @@ impl<'a> Step<'a> {
                 reason: "threads must be at least 1".into(),
             });
         }
-        let durations = hardware.durations(graph);
+        let durations = hardware.checked_durations(graph)?;
         let peak_floor = memory::peak_lower_bound(graph, &durations)?;
         Ok(Self {
             graph,

@@ -381,7 +381,7 @@ impl Hardware {
                         _ => flops as f64 * NS_PER_S / self.vector_flops_per_sec,
                     },
                 };
-                let written: u64 = op.outputs.iter().map(|t| t.bytes()).sum();
+                let written = op.output_bytes();
                 let efficiency = if bytes > 0 && bytes == written {
                     self.memory.fill
                 } else if class == ComputeClass::Norm {
@@ -407,6 +407,18 @@ impl Hardware {
     /// [`Hardware::op_ns`] of every op of `graph`, in program order.
     pub fn durations(&self, graph: &Graph) -> Vec<u64> {
         graph.ops().map(|op| self.op_ns(op)).collect()
+    }
+
+    /// [`Hardware::durations`], checked to fit the horizon ([`crate::horizon`]): what a caller
+    /// that sums, simulates or schedules them uses on an untrusted graph. O(ops).
+    ///
+    /// Errors: [`GraphError::Overflow`] naming the op whose duration (a hand-written
+    /// `duration_ns`, or a cost-model time) or release time takes the step past
+    /// [`crate::horizon::MAX_HORIZON_NS`].
+    pub fn checked_durations(&self, graph: &Graph) -> Result<Vec<u64>, GraphError> {
+        let durations = self.durations(graph);
+        crate::horizon::horizon(graph, &durations)?;
+        Ok(durations)
     }
 
     /// Duration in ns of one GEMM of `shape` on `dtype` operands and result (the cost of

@@ -148,7 +148,7 @@ impl MemoryBudget {
                 let t = concerto_graph::simulate(
                     graph,
                     &plan,
-                    &hardware.durations(graph),
+                    &hardware.checked_durations(graph)?,
                     hardware.contention,
                 )?;
                 Ok((t.peak_memory_bytes(graph) as f64 * p / 100.0).floor() as u64)

@@ -18,7 +18,11 @@ pub fn parse(text: &str, file: &str) -> Result<Problem, ReadError> {
         return Err(t.error_at(tok, "a positive number of activities"));
     }
     let (r, _) = t.number::<usize>("the number of resources")?;
-    let mut capacities = Vec::with_capacity(r);
+    // Counts come from the file: each item they count is a number of at least one byte, so
+    // nothing is reserved past the text's length (a count of 10^15 is an error at the end of
+    // the file, not an allocation).
+    let at_most = |count: usize| count.min(text.len());
+    let mut capacities = Vec::with_capacity(at_most(r));
     for k in 1..=r {
         capacities.push(
             t.number::<u32>(&format!("the capacity of resource R{k}"))?
@@ -26,10 +30,10 @@ pub fn parse(text: &str, file: &str) -> Result<Problem, ReadError> {
         );
     }
     // Per activity: duration, demands, successors.
-    let mut rows: Vec<(Time, Vec<u32>, Vec<usize>)> = Vec::with_capacity(n);
+    let mut rows: Vec<(Time, Vec<u32>, Vec<usize>)> = Vec::with_capacity(at_most(n));
     for j in 1..=n {
         let (d, _) = t.number::<Time>(&format!("the duration of activity {j}"))?;
-        let mut demands = Vec::with_capacity(r);
+        let mut demands = Vec::with_capacity(at_most(r));
         for k in 1..=r {
             demands.push(
                 t.number::<u32>(&format!("the demand of activity {j} for R{k}"))?
@@ -37,7 +41,7 @@ pub fn parse(text: &str, file: &str) -> Result<Problem, ReadError> {
             );
         }
         let (count, _) = t.number::<usize>(&format!("the successor count of activity {j}"))?;
-        let mut successors = Vec::with_capacity(count);
+        let mut successors = Vec::with_capacity(at_most(count));
         for _ in 0..count {
             let expected = format!("a successor index of activity {j} (1 to {n})");
             let (s, tok) = t.number::<usize>(&expected)?;

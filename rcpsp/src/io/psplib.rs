@@ -188,7 +188,7 @@ impl Lines<'_> {
     /// jobs.
     fn sizes(&self) -> Result<(usize, usize), ReadError> {
         let file = self.file;
-        let (_, jobs) = self.count("jobs (incl. supersource/sink )")?;
+        let (jobs_line, jobs) = self.count("jobs (incl. supersource/sink )")?;
         let (renewable_line, renewable) = self.count("- renewable")?;
         for key in ["- nonrenewable", "- doubly constrained"] {
             if let Ok((n, count)) = self.count(key) {
@@ -209,6 +209,27 @@ impl Lines<'_> {
                 expected: "at least one job".into(),
                 found: "0 jobs".into(),
             });
+        }
+        // Each job and each resource has numbers of its own in the file: a count past the
+        // file's number of words is an error here, before anything is sized by it.
+        let words: usize = self
+            .lines
+            .iter()
+            .map(|(_, l)| l.split_whitespace().count())
+            .sum();
+        for (line, what, count) in [
+            (jobs_line, "jobs", jobs),
+            (renewable_line, "renewable resources", renewable),
+        ] {
+            if count > words {
+                return Err(ReadError::Syntax {
+                    file: file.to_owned(),
+                    line,
+                    column: 1,
+                    expected: format!("at most {words} {what}: the file has {words} words"),
+                    found: format!("{count} {what}"),
+                });
+            }
         }
         Ok((jobs, renewable))
     }
