@@ -21,6 +21,19 @@ pub use export::{
 pub use lower::{lower, sequence_plan, ImportOptions, ImportReport, SeqEvent};
 pub use parse::parse;
 
+/// The collective opcodes (their `-start`/`-done` forms begin with them): what an
+/// `async-start` wrapper of an async collective wraps, and what XLA's loop analysis never
+/// evaluates (`IsCollective`).
+pub(crate) const COLLECTIVE_OPCODES: &[&str] = &[
+    "all-reduce",
+    "all-gather",
+    "reduce-scatter",
+    "all-to-all",
+    "ragged-all-to-all",
+    "collective-permute",
+    "collective-broadcast",
+];
+
 /// Errors of reading and lowering HLO text. Every one names a line and column or an
 /// instruction.
 #[derive(Debug, thiserror::Error)]

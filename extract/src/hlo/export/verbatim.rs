@@ -177,16 +177,6 @@ pub(super) enum AsyncRole {
     Work,
 }
 
-/// Opcodes whose `async-start` wrapper is an async collective.
-const WRAPPED_COLLECTIVES: &[&str] = &[
-    "all-reduce",
-    "all-gather",
-    "reduce-scatter",
-    "all-to-all",
-    "ragged-all-to-all",
-    "collective-permute",
-    "collective-broadcast",
-];
 
 /// The role of `i` (an instruction of `module`), as XLA's `hlo_query::IsAsyncCollectiveStartOp`
 /// / `IsAsyncCollectiveDoneOp` and the GPU pass's `is_nop` see it. `async-start`/`async-done`
@@ -216,7 +206,7 @@ fn wraps_collective(module: &Module, i: &Instruction) -> bool {
     module.computation(name).is_some_and(|c| {
         c.instructions
             .get(c.root)
-            .is_some_and(|r| WRAPPED_COLLECTIVES.contains(&r.opcode.as_str()))
+            .is_some_and(|r| crate::hlo::COLLECTIVE_OPCODES.contains(&r.opcode.as_str()))
     })
 }
 

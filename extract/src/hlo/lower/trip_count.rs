@@ -254,18 +254,11 @@ fn is_scalar(shape: &Shape) -> bool {
 
 /// Opcodes XLA's analysis never evaluates (`IsCollective`, send/recv, custom calls).
 fn is_opaque(opcode: &str) -> bool {
-    const COLLECTIVES: &[&str] = &[
-        "all-reduce",
-        "all-gather",
-        "reduce-scatter",
-        "all-to-all",
-        "ragged-all-to-all",
-        "collective-permute",
-        "collective-broadcast",
-        "send",
-        "recv",
-    ];
-    opcode == "custom-call" || COLLECTIVES.iter().any(|c| opcode.starts_with(c))
+    opcode == "custom-call"
+        || ["send", "recv"]
+            .iter()
+            .chain(crate::hlo::COLLECTIVE_OPCODES)
+            .any(|c| opcode.starts_with(c))
 }
 
 /// The computations `i` calls (`calls=`, `to_apply=`, a loop's, a conditional's branches).
