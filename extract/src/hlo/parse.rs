@@ -11,7 +11,9 @@
 //! rhs         ::= shape? opcode '(' operands ')'        -- no shape: inferred, as XLA does
 //! operands    ::= (operand (',' operand)*)?             -- raw text for constant, parameter, iota
 //! operand     ::= shape? name | rhs                     -- a nested instruction, no attributes
+//!               | shape                                 -- no name: dropped, as XLA drops it
 //! attribute   ::= ident '=' value                       -- value: raw text, brackets balanced
+//!               | ident '=' '{' instruction+ '}'        -- a computation written inline
 //! shape       ::= '(' (shape (',' shape)*)? ')' | 'token[]' | 'b(' shape ')'
 //!               | dtype '[' (dim (',' dim)*)? ']' layout?
 //! dim         ::= '<='? u64
@@ -31,7 +33,11 @@
 //! `k` of a tuple (hoisted the same way, as `get-tuple-element(%t), index=k`); header
 //! attributes over several lines; a
 //! parameter without `:`; spaces in `s32 [4]` and before an instruction's layout; buffer
-//! shapes `b(f32[2])` (read as the shape they hold); a custom-call's `literal=s32[] 1`.
+//! shapes `b(f32[2])` (read as the shape they hold); a custom-call's `literal=s32[] 1`;
+//! computations written inline where a computation's name would be, `to_apply={ ... }` or
+//! `branch_computations={%a, { ... }}` (each becomes a computation of the module, see
+//! `inline.rs`); an operand that is a shape without a name, which XLA's parser skips with
+//! an error it never reports (`add(%a, f32[], %b)` is `add(%a, %b)` to XLA, and here).
 //!
 //! [`Instruction::shape_text`]: crate::hlo::Instruction::shape_text
 //!
@@ -51,6 +57,9 @@
 
 mod computations;
 mod infer;
+mod inline;
+#[cfg(test)]
+mod inline_tests;
 mod instructions;
 mod lexer;
 mod shapes;
@@ -92,7 +101,23 @@ const TABLES: [&str; 4] = ["FileNames", "FunctionNames", "FileLocations", "Stack
 ///
 /// [`Attribute`]: crate::hlo::Attribute
 pub fn parse(text: &str) -> Result<Module, HloError> {
-    Parser::new(text).module()
+    parse_with(text, &ParseOptions::default())
+}
+
+/// What [`parse_with`] may accept beyond [`parse`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ParseOptions {
+    /// The size an unbounded dynamic dimension (`f32[?,8]`, StableHLO's unbounded
+    /// dynamism) is read as. `None` (the default): such a dimension is an error, since no
+    /// cost can be computed without a size. The shape's text keeps the `?`.
+    pub unbounded_dim_size: Option<u64>,
+}
+
+/// [`parse`] with `options`.
+pub fn parse_with(text: &str, options: &ParseOptions) -> Result<Module, HloError> {
+    let mut parser = Parser::new(text);
+    parser.unbounded = options.unbounded_dim_size;
+    parser.module()
 }
 
 /// Results of the parser.
@@ -156,6 +181,10 @@ struct Parser<'a> {
     nested: usize,
     /// Shape nodes that inferred shapes may still hold (see [`INFER_BUDGET`]).
     budget: usize,
+    /// Computations written inline in attributes (`to_apply={ ... }`).
+    inline: inline::InlineState,
+    /// The size of an unbounded dimension `?` ([`ParseOptions::unbounded_dim_size`]).
+    unbounded: Option<u64>,
 }
 
 impl<'a> Parser<'a> {
@@ -172,6 +201,8 @@ impl<'a> Parser<'a> {
             hoisted: Vec::new(),
             nested: 0,
             budget: src.len().saturating_mul(INFER_BUDGET).saturating_add(4096),
+            inline: inline::InlineState::default(),
+            unbounded: None,
         }
     }
 }

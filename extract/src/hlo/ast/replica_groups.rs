@@ -280,8 +280,11 @@ impl Attribute {
                 .try_fold(1u64, |a, &d| a.checked_mul(d))
                 .ok_or_else(|| self.error("too many devices"))?;
             if groups.checked_mul(size) != Some(total) || total > 1 << 24 {
+                // XLA rejects it too ("does not match the tile assignment dimensions
+                // product", its parser test `CollectiveDeviceListIotaSizeMismatch`).
                 return Err(self.error(format!(
-                    "{groups} groups of {size} devices do not match {total} devices"
+                    "{groups} groups of {size} devices do not match the {total} devices of \
+                     the iota `<=[...]` (the tile assignment dimensions product)"
                 )));
             }
             return Ok(ReplicaGroups::Iota {

@@ -177,7 +177,6 @@ pub(super) enum AsyncRole {
     Work,
 }
 
-
 /// The role of `i` (an instruction of `module`), as XLA's `hlo_query::IsAsyncCollectiveStartOp`
 /// / `IsAsyncCollectiveDoneOp` and the GPU pass's `is_nop` see it. `async-start`/`async-done`
 /// count when the wrapped computation's root is a collective.

@@ -4,35 +4,39 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::infer::Earlier;
+use super::inline::Inline;
 use super::{is_ident_start, PResult, Parser, NESTED, TABLES};
 use crate::hlo::ast::{Computation, Instruction, Module, Pos};
 use crate::hlo::HloError;
 
 /// A computation's body as parsed, before its shapes are inferred.
-struct Body<'a> {
+pub(super) struct Body<'a> {
     /// The instructions, nested ones hoisted before their users.
-    instructions: Vec<Instruction>,
+    pub(super) instructions: Vec<Instruction>,
     /// Whether each instruction's result shape is left to infer.
-    pending: Vec<bool>,
+    pub(super) pending: Vec<bool>,
     /// Where each instruction name is defined.
-    names: BTreeMap<&'a str, Pos>,
+    pub(super) names: BTreeMap<&'a str, Pos>,
     /// The `ROOT` instruction, when one is marked.
-    root: Option<usize>,
+    pub(super) root: Option<usize>,
 }
 
 impl<'a> Parser<'a> {
     // ---------------------------------------------------------------- computations
 
     /// A computation, at its first token; returns it with its name and the name's offset.
-    /// Result shapes the text leaves out are inferred, from the computations `earlier` in the
-    /// module among others.
+    /// Result shapes the text leaves out are inferred, from the computations before it in the
+    /// module (`computations`, indexed `by_name`) among others. The computations written
+    /// inline in its attributes are added to `computations` first.
     pub(super) fn computation(
         &mut self,
-        earlier: &Earlier<'_>,
+        computations: &mut Vec<Computation>,
+        by_name: &mut BTreeMap<String, usize>,
     ) -> PResult<(Computation, &'a str, usize)> {
         let start = self.at;
         let pos = self.pos(start);
         let (is_entry, name, name_at) = self.computation_name(start)?;
+        self.inline.taken.insert(name.to_string());
         let signature_at = self.at;
         self.signature(name, name_at)?;
         let open = self.at;
@@ -49,12 +53,30 @@ impl<'a> Parser<'a> {
         if self.nested > 0 {
             name_nested(&mut instructions, &names);
         }
-        super::infer::infer_shapes(&mut instructions, &pending, earlier, &mut self.budget)?;
+        for Inline {
+            mut computation,
+            pending,
+        } in std::mem::take(&mut self.inline.parsed)
+        {
+            let earlier = Earlier {
+                computations,
+                by_name,
+            };
+            let c = &mut computation;
+            super::infer::infer_shapes(&mut c.instructions, &pending, &earlier, &mut self.budget)?;
+            by_name.insert(computation.name.clone(), computations.len());
+            computations.push(computation);
+        }
+        let earlier = Earlier {
+            computations,
+            by_name,
+        };
+        super::infer::infer_shapes(&mut instructions, &pending, &earlier, &mut self.budget)?;
         if instructions.is_empty() {
             return Err(self.error(open, format!("computation `%{name}` has no instructions")));
         }
         // `, execution_thread="..."` after the `}`.
-        let attributes = self.attributes()?;
+        let attributes = self.attributes(None)?;
         let root = root.unwrap_or(instructions.len() - 1);
         let computation = Computation {
             name: name.to_string(),
@@ -137,7 +159,7 @@ impl<'a> Parser<'a> {
 
     /// The instructions of computation `name`'s body, after its `{`, up to and past its `}`;
     /// names must be unique and one instruction at most the `ROOT`.
-    fn body(&mut self, name: &str, pos: Pos) -> PResult<Body<'a>> {
+    pub(super) fn body(&mut self, name: &str, pos: Pos) -> PResult<Body<'a>> {
         let mut instructions: Vec<Instruction> = Vec::new();
         let mut pending: Vec<bool> = Vec::new();
         let mut names: BTreeMap<&'a str, Pos> = BTreeMap::new();
@@ -331,7 +353,7 @@ impl<'a> Parser<'a> {
                 break;
             }
             self.at += 1;
-            attributes.push(self.attribute(false)?);
+            attributes.push(self.attribute(false, None)?);
         }
         if !matches!(self.peek(), None | Some(b'\n' | b'\r'))
             && !self
@@ -366,15 +388,20 @@ impl<'a> Parser<'a> {
                     "a second `HloModule` header: a text holds one module",
                 ));
             }
-            let earlier = Earlier {
-                computations: &computations,
-                by_name: &by_name,
-            };
-            let (computation, cname, cname_at) = self.computation(&earlier)?;
+            let (computation, cname, cname_at) =
+                self.computation(&mut computations, &mut by_name)?;
             if let Some(first) = names.get(cname) {
                 let message = format!(
                     "duplicate computation `%{cname}` (first at line {})",
                     first.line
+                );
+                return Err(self.error(cname_at, message));
+            }
+            if let Some(inline) = self.inline.names.get(cname) {
+                let message = format!(
+                    "computation `%{cname}` has the name given to the computation written \
+                     inline at line {}, column {}: rename it",
+                    inline.line, inline.column
                 );
                 return Err(self.error(cname_at, message));
             }
@@ -420,7 +447,7 @@ impl<'a> Parser<'a> {
 /// [`NESTED`]) their names, `opcode.anon`, `opcode.anon.1`, ..., as XLA names them: unique
 /// in the computation (`taken` holds the names the text gives), with every operand that
 /// refers to them renamed too.
-fn name_nested(instructions: &mut [Instruction], taken: &BTreeMap<&str, Pos>) {
+pub(super) fn name_nested(instructions: &mut [Instruction], taken: &BTreeMap<&str, Pos>) {
     let mut used: BTreeSet<String> = taken.keys().map(|k| k.to_string()).collect();
     let mut renamed: BTreeMap<String, String> = BTreeMap::new();
     for i in instructions.iter_mut() {

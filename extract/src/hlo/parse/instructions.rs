@@ -8,8 +8,9 @@ impl<'a> Parser<'a> {
     // ---------------------------------------------------------------- attributes
 
     /// `name=value` after a `,` (skipping whitespace up to the end of the line only when
-    /// `inline`).
-    pub(super) fn attribute(&mut self, inline: bool) -> PResult<Attribute> {
+    /// `inline`); `owner` is the instruction it belongs to, whose called computations may be
+    /// written inline in it.
+    pub(super) fn attribute(&mut self, inline: bool, owner: Option<&str>) -> PResult<Attribute> {
         self.skip(!inline)?;
         let start = self.at;
         if !self.peek().is_some_and(is_ident_start) {
@@ -28,6 +29,16 @@ impl<'a> Parser<'a> {
         // end of one).
         self.skip(!inline)?;
         let from = self.at;
+        if let Some(owner) = owner {
+            if let Some(value) = self.inline_computations(owner, name)? {
+                let pos = self.pos(from);
+                return Ok(Attribute {
+                    name: name.to_string(),
+                    value,
+                    pos,
+                });
+            }
+        }
         let to = if name == "literal" && self.array_shape_at(from) {
             // A custom-call's literal: a shape and a value, `literal=s32[2]{0} {1, 2}`.
             self.shape(0)?;
@@ -54,9 +65,9 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// Attributes `, name=value` after an instruction or a computation, up to the first
-    /// token that is not a comma.
-    pub(super) fn attributes(&mut self) -> PResult<Vec<Attribute>> {
+    /// Attributes `, name=value` after an instruction (`owner`) or a computation, up to the
+    /// first token that is not a comma.
+    pub(super) fn attributes(&mut self, owner: Option<&str>) -> PResult<Vec<Attribute>> {
         let mut attributes = Vec::new();
         loop {
             let save = self.at;
@@ -66,7 +77,7 @@ impl<'a> Parser<'a> {
                 return Ok(attributes);
             }
             self.at += 1;
-            attributes.push(self.attribute(false)?);
+            attributes.push(self.attribute(false, owner)?);
         }
     }
 
@@ -168,7 +179,7 @@ impl<'a> Parser<'a> {
             (self.operands(depth)?, None)
         };
         let attributes = if depth == 0 {
-            self.attributes()?
+            self.attributes(Some(name))?
         } else {
             Vec::new()
         };
@@ -237,6 +248,19 @@ impl<'a> Parser<'a> {
             if self.shape_at(self.at) {
                 self.shape(0)?;
                 self.skip_ws()?;
+                // A shape with no name: XLA's parser records an error and goes on without
+                // that operand (`add(%a, f32[], %b)` is `add(%a, %b)` to it), so here too.
+                match self.peek() {
+                    Some(b',') => {
+                        self.at += 1;
+                        continue;
+                    }
+                    Some(b')') => {
+                        self.at += 1;
+                        return Ok(operands);
+                    }
+                    _ => {}
+                }
             }
             let mut name = self.name("an operand name")?.to_string();
             let mut after = self.at;

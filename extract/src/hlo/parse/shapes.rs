@@ -69,13 +69,20 @@ impl<'a> Parser<'a> {
                     self.skip_ws()?;
                 }
                 match self.peek() {
-                    Some(b'?') => {
-                        return Err(self.error(
-                            self.at,
-                            "unbounded dynamic dimension `?` is not supported: a dimension \
-                             needs a size or a `<=` bound",
-                        ))
-                    }
+                    Some(b'?') => match self.unbounded {
+                        Some(size) => {
+                            self.at += 1;
+                            dims.push(size);
+                        }
+                        None => {
+                            return Err(self.error(
+                                self.at,
+                                "unbounded dynamic dimension `?`: a dimension needs a size \
+                                 to be costed; give one with `--unbounded-dim-size N` \
+                                 (ImportOptions::unbounded_dim_size)",
+                            ))
+                        }
+                    },
                     Some(c) if c.is_ascii_digit() => dims.push(self.uint("dimension size")?),
                     _ => {
                         let what = format!("a dimension size in shape `{dtype}[...]`");
