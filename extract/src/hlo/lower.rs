@@ -107,6 +107,8 @@ mod cost;
 mod loop_tests;
 mod sequence;
 #[cfg(test)]
+mod sinking_tests;
+#[cfg(test)]
 mod tests;
 mod trip_count;
 mod unroll;
@@ -145,12 +147,27 @@ pub struct ImportOptions {
     /// analysis (`HloCostAnalysis`) costs a loop as one iteration of its body whatever its
     /// count, which `Some(1)` reproduces.
     pub unknown_trip_count: Option<u64>,
+    /// The size every unbounded dynamic dimension (`f32[?]`) is read as
+    /// ([`ParseOptions::unbounded_dim_size`]); `None` (the default): such a dimension is an
+    /// error.
+    ///
+    /// [`ParseOptions::unbounded_dim_size`]: crate::hlo::ParseOptions::unbounded_dim_size
+    pub unbounded_dim_size: Option<u64>,
     /// For a profiler trace read through [`crate::read`]: which `ProfilerStep#N` to import;
     /// `None` the median step ([`crate::kineto::TraceOptions::step`]). HLO modules ignore it.
     pub trace_step: Option<u64>,
     /// For a profiler trace: whether ops get release times from their CPU launches
     /// ([`crate::kineto::TraceOptions::launch_times`]; default true).
     pub trace_launch_times: bool,
+}
+
+impl ImportOptions {
+    /// The parser's options these import options imply.
+    pub fn parse_options(&self) -> crate::hlo::ParseOptions {
+        crate::hlo::ParseOptions {
+            unbounded_dim_size: self.unbounded_dim_size,
+        }
+    }
 }
 
 impl Default for ImportOptions {
@@ -161,6 +178,7 @@ impl Default for ImportOptions {
             max_unrolled: 2_000_000,
             trip_counts: BTreeMap::new(),
             unknown_trip_count: None,
+            unbounded_dim_size: None,
             trace_step: None,
             trace_launch_times: true,
         }

@@ -19,6 +19,13 @@
 //!    side, a negative step, a `subtract`, a fusion), both are evaluated from the initial value
 //!    up to 128 iterations (XLA's `max_brute_force_iters`), integer and `pred` scalars only.
 //!
+//! Before step 1, XLA's `WhileLoopConstantSinking` (`xla/service/while_loop_constant_sinking.cc`),
+//! which XLA's pipelines run before the passes that read trip counts: an element of the state
+//! that the body passes on unchanged (its root's operand is `get-tuple-element(param)` of that
+//! element) and whose initial value is a scalar `constant` operand of the state `tuple` is that
+//! constant wherever the condition and the body read it. A bound or a step carried in the loop
+//! is then a constant to steps 1 to 4, as it is to XLA after that pass.
+//!
 //! Beyond XLA's function: a condition whose root is `constant(false)` runs zero times, and a
 //! `constant(true)` one never ends. What fails is an [`Unknown`] that says why.
 //!
@@ -59,6 +66,9 @@ pub(crate) enum Unknown {
     DataDependent { index: Option<usize>, why: String },
     /// The condition reads several elements of the state (a bound carried in the loop).
     SeveralElements(Vec<usize>),
+    /// The condition holds and reads only elements the body passes on unchanged from
+    /// constants: the loop never ends.
+    Invariant(Vec<usize>),
     /// The condition does not read one scalar element of the state through scalar ops.
     NoInductionVariable(String),
     /// The state is not built by a `tuple` instruction.
@@ -118,6 +128,15 @@ impl fmt::Display for Unknown {
                     f,
                     "its condition reads state elements {}: no single counter against a \
                      constant bound (a bound carried in the loop is not a constant)",
+                    list.join(", ")
+                )
+            }
+            Unknown::Invariant(v) => {
+                let list: Vec<String> = v.iter().map(usize::to_string).collect();
+                write!(
+                    f,
+                    "it never ends: its condition holds and reads only state elements {}, \
+                     which start from constants and the body passes on unchanged",
                     list.join(", ")
                 )
             }
@@ -207,6 +226,25 @@ impl<'m> Comp<'m> {
         found.next().is_none().then_some(first)
     }
 
+    /// The value of operand `name` if it is a scalar `constant` or a sunk element.
+    fn constant_value(&self, name: &str, sunk: &Sunk<'_>) -> Option<Val> {
+        match sunk.get(name) {
+            Some(v) => Some(v.clone()),
+            None => constant(self.get(name)?).ok(),
+        }
+    }
+
+    /// The `get-tuple-element`s of `param` that read the elements in `values`, by name, each
+    /// with its element's value.
+    fn sunk(&self, param: &Instruction, values: &BTreeMap<usize, Val>) -> Sunk<'m> {
+        self.c
+            .instructions
+            .iter()
+            .filter(|i| i.opcode == "get-tuple-element" && i.operands.first() == Some(&param.name))
+            .filter_map(|i| Some((i.name.as_str(), values.get(&tuple_index(i)?)?.clone())))
+            .collect()
+    }
+
     /// Follows copies and `get-tuple-element`s of `tuple`s back to where the value is made
     /// (XLA's `TraceThroughCopyAndGteTupleChain`).
     fn trace(&self, mut i: &'m Instruction) -> &'m Instruction {
@@ -227,12 +265,13 @@ impl<'m> Comp<'m> {
         i
     }
 
-    /// The one operand of `i` that is no `constant` (XLA's `NonConstantOperand`).
-    fn non_constant_operand(&self, i: &Instruction) -> Option<&'m Instruction> {
+    /// The one operand of `i` that is no `constant` (XLA's `NonConstantOperand`); a sunk
+    /// element (in `sunk`) counts as a constant.
+    fn non_constant_operand(&self, i: &Instruction, sunk: &Sunk<'_>) -> Option<&'m Instruction> {
         let mut result: Option<&'m Instruction> = None;
         for o in &i.operands {
             let x = self.get(o)?;
-            if x.opcode != "constant" {
+            if x.opcode != "constant" && !sunk.contains_key(x.name.as_str()) {
                 if result.is_some_and(|r| r.name != x.name) {
                     return None;
                 }
@@ -241,6 +280,35 @@ impl<'m> Comp<'m> {
         }
         result
     }
+}
+
+/// Instructions of a loop's condition or body that read a sunk element of the state (see
+/// the module docs), by name, with the element's value.
+type Sunk<'m> = BTreeMap<&'m str, Val>;
+
+/// The elements of loop `w`'s state that XLA's `WhileLoopConstantSinking` sinks, with their
+/// values: the body (`bc`) passes them on unchanged, and the state `tuple` `init` of `kc`
+/// starts them from a scalar `constant`.
+fn sinkable(kc: &Comp<'_>, init: &Instruction, bc: &Comp<'_>) -> BTreeMap<usize, Val> {
+    let (Some(root), Some(param)) = (bc.root(), bc.param0()) else {
+        return BTreeMap::new();
+    };
+    if root.opcode != "tuple" {
+        return BTreeMap::new();
+    }
+    let mut out = BTreeMap::new();
+    for (k, o) in root.operands.iter().enumerate() {
+        let passed_on = bc.get(o).is_some_and(|g| {
+            g.opcode == "get-tuple-element"
+                && g.operands.first() == Some(&param.name)
+                && tuple_index(g) == Some(k)
+        });
+        let start = kc.operand(init, k).filter(|c| c.opcode == "constant");
+        if let (true, Some(Ok(v))) = (passed_on, start.map(constant)) {
+            out.insert(k, v);
+        }
+    }
+    out
 }
 
 /// The `index=` of a `get-tuple-element`.
@@ -492,9 +560,10 @@ pub(crate) fn analyse(
         .root()
         .ok_or_else(|| Unknown::NoInductionVariable("the condition has no root".into()))?;
     if root.opcode == "constant" {
-        return match root.literal.as_deref().map(str::trim) {
-            Some("false") => Ok(0),
-            Some("true") => Err(Unknown::AlwaysTrue),
+        // `pred[] constant(1)` is `true` to XLA's literal parser.
+        return match constant(root) {
+            Ok(Val::Scalar(Ty::Pred, 0)) => Ok(0),
+            Ok(Val::Scalar(Ty::Pred, _)) => Err(Unknown::AlwaysTrue),
             _ => Err(Unknown::NoInductionVariable(format!(
                 "its root `%{}` is a constant, not `true` or `false`",
                 root.name
@@ -550,7 +619,15 @@ fn count(
     if init.opcode != "tuple" {
         return Err(Unknown::StateNotTuple(init.name.clone()));
     }
-    let index = match indices.iter().collect::<Vec<_>>()[..] {
+    let sinkable = sinkable(&kc, init, bc);
+    if indices.iter().all(|k| sinkable.contains_key(k)) {
+        return invariant_condition(module, cc, root, cparam, &sinkable, indices);
+    }
+    let index = match indices
+        .iter()
+        .filter(|k| !sinkable.contains_key(k))
+        .collect::<Vec<_>>()[..]
+    {
         [&k] => k,
         _ => return Err(Unknown::SeveralElements(indices.into_iter().collect())),
     };
@@ -566,7 +643,8 @@ fn count(
     let inc = bc.trace(update);
     let bparam = bc.param0().ok_or_else(no_param)?;
     match element_dependence(module, bc, inc, bparam) {
-        Ok(s) if s.len() == 1 && s.contains(&index) => {}
+        Ok(s)
+            if s.contains(&index) && s.iter().all(|k| *k == index || sinkable.contains_key(k)) => {}
         Ok(s) => {
             let list: Vec<String> = s.iter().map(usize::to_string).collect();
             return Err(Unknown::UpdateNotInduction {
@@ -587,33 +665,69 @@ fn count(
         .operand(init, index)
         .map(|i| kc.trace(i))
         .ok_or_else(|| Unknown::StateNotTuple(init.name.clone()))?;
-    let value = evaluate(module, &kc, start, None).map_err(|why| Unknown::InitNotConstant {
-        index,
-        at: start.name.clone(),
-        why,
+    let value = evaluate(module, &kc, start, None, &Sunk::new()).map_err(|why| {
+        Unknown::InitNotConstant {
+            index,
+            at: start.name.clone(),
+            why,
+        }
     })?;
-    if let Some(n) = closed_form(cc, bc, index, &value) {
+    let sunk = Sunks {
+        cond: cc.sunk(cparam, &sinkable),
+        body: bc.sunk(bparam, &sinkable),
+    };
+    if let Some(n) = closed_form(cc, bc, index, &value, &sunk) {
         return Ok(n);
     }
-    brute_force(module, cc, bc, index, value)
+    brute_force(module, cc, bc, index, value, &sunk)
+}
+
+/// The trip count of a loop whose condition reads only sunk elements (`indices`, all in
+/// `sinkable`): it holds for ever or not at all, so 0 or a loop that never ends.
+fn invariant_condition(
+    module: &Module,
+    cc: &Comp<'_>,
+    root: &Instruction,
+    cparam: &Instruction,
+    sinkable: &BTreeMap<usize, Val>,
+    indices: BTreeSet<usize>,
+) -> Result<u64, Unknown> {
+    let indices: Vec<usize> = indices.into_iter().collect();
+    match evaluate(module, cc, root, None, &cc.sunk(cparam, sinkable)) {
+        Ok(Val::Scalar(Ty::Pred, 0)) => Ok(0),
+        Ok(Val::Scalar(Ty::Pred, _)) => Err(Unknown::Invariant(indices)),
+        _ => Err(Unknown::SeveralElements(indices)),
+    }
+}
+
+/// The sunk elements of a loop's condition and body.
+struct Sunks<'m> {
+    cond: Sunk<'m>,
+    body: Sunk<'m>,
 }
 
 /// XLA's `MatchTrivialLoopTripCount` (step 3 of the module docs), `None` when the loop is
 /// not of that form.
-fn closed_form(cc: &Comp<'_>, bc: &Comp<'_>, index: usize, init: &Val) -> Option<u64> {
+fn closed_form(
+    cc: &Comp<'_>,
+    bc: &Comp<'_>,
+    index: usize,
+    init: &Val,
+    sunk: &Sunks<'_>,
+) -> Option<u64> {
     let init = init.int()?;
     let update = bc.trace(bc.operand(bc.root()?, index)?);
-    let var = bc.non_constant_operand(update)?;
+    let var = bc.non_constant_operand(update, &sunk.body)?;
     if bc.trace(var).name != bc.unique_gte(bc.param0()?, index)?.name || update.opcode != "add" {
         return None;
     }
     let step_at = update.operands.iter().find(|o| **o != var.name)?;
-    let step = constant(bc.get(step_at)?).ok()?.int()?;
+    let step = bc.constant_value(step_at, &sunk.body)?.int()?;
     if step <= 0 {
         return None;
     }
     let root = cc.root()?;
-    let cvar = cc.non_constant_operand(root)?;
+    let cvar = cc.non_constant_operand(root, &sunk.cond)?;
     if cvar.name != cc.unique_gte(cc.param0()?, index)?.name
         || root.opcode != "compare"
         || root.operands.len() != 2
@@ -621,7 +735,7 @@ fn closed_form(cc: &Comp<'_>, bc: &Comp<'_>, index: usize, init: &Val) -> Option
     {
         return None;
     }
-    let bound = constant(cc.get(&root.operands[1])?).ok()?.int()?;
+    let bound = cc.constant_value(&root.operands[1], &sunk.cond)?.int()?;
     let n = match root.attribute("direction")?.value.trim() {
         "LT" if bound <= init => 0,
         "LT" => (bound - init + step - 1) / step,
@@ -640,13 +754,14 @@ fn brute_force(
     bc: &Comp<'_>,
     index: usize,
     mut value: Val,
+    sunk: &Sunks<'_>,
 ) -> Result<u64, Unknown> {
     let update = bc
         .root()
         .and_then(|r| bc.operand(r, index))
         .ok_or_else(|| Unknown::BodyNotTuple(String::new()))?;
     let var = bc
-        .non_constant_operand(update)
+        .non_constant_operand(update, &sunk.body)
         .zip(bc.param0().and_then(|p| bc.unique_gte(p, index)))
         .filter(|(v, g)| v.name == g.name)
         .map(|(v, _)| v)
@@ -658,7 +773,7 @@ fn brute_force(
         .root()
         .ok_or_else(|| Unknown::NotEvaluable("no root".into()))?;
     let cvar = cc
-        .non_constant_operand(root)
+        .non_constant_operand(root, &sunk.cond)
         .zip(cc.param0().and_then(|p| cc.unique_gte(p, index)))
         .filter(|(v, g)| v.name == g.name)
         .map(|(v, _)| v)
@@ -673,7 +788,7 @@ fn brute_force(
         if !seen.insert(v) {
             return Err(Unknown::NeverEnds { index, value: v });
         }
-        let go = evaluate(module, cc, root, Some((&cvar.name, &value)))
+        let go = evaluate(module, cc, root, Some((&cvar.name, &value)), &sunk.cond)
             .map_err(Unknown::NotEvaluable)?;
         match go {
             Val::Scalar(Ty::Pred, 0) => return Ok(trips),
@@ -685,7 +800,7 @@ fn brute_force(
                 )))
             }
         }
-        value = evaluate(module, bc, update, Some((&var.name, &value)))
+        value = evaluate(module, bc, update, Some((&var.name, &value)), &sunk.body)
             .map_err(Unknown::NotEvaluable)?;
     }
     Err(Unknown::BeyondEvaluation {

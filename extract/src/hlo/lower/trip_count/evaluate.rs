@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use super::{callee, tuple_index, Comp, MAX_DEPTH};
+use super::{callee, tuple_index, Comp, Sunk, MAX_DEPTH};
 use crate::hlo::ast::{Computation, Instruction, Module, Shape};
 
 /// The element type of an evaluated scalar.
@@ -82,13 +82,14 @@ pub(super) fn constant(i: &Instruction) -> Result<Val, String> {
 }
 
 /// Evaluates `i` of `c` as XLA's evaluator does without recursion: each operand must be a
-/// `constant` or the substituted `(name, value)`; `i` itself may call computations, which are
-/// evaluated whole.
+/// `constant`, a sunk element (in `sunk`) or the substituted `(name, value)`; `i` itself may
+/// call computations, which are evaluated whole.
 pub(super) fn evaluate(
     module: &Module,
     c: &Comp<'_>,
     i: &Instruction,
     subst: Option<(&str, &Val)>,
+    sunk: &Sunk<'_>,
 ) -> Result<Val, String> {
     match i.opcode.as_str() {
         "constant" => return constant(i),
@@ -99,6 +100,9 @@ pub(super) fn evaluate(
     for o in &i.operands {
         match (subst, c.get(o)) {
             (Some((name, v)), _) if name == o => args.push(v.clone()),
+            _ if sunk.contains_key(o.as_str()) => {
+                args.extend(sunk.get(o.as_str()).cloned());
+            }
             (_, Some(x)) if x.opcode == "constant" => args.push(constant(x)?),
             (_, Some(x)) if x.opcode == "parameter" => {
                 return Err(format!("`%{}` reads parameter `%{o}`", i.name))
