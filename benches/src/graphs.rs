@@ -23,11 +23,11 @@ mod chart;
 mod json;
 mod shards;
 mod table;
+pub use chart::svg_chart;
 use concerto_pipeline::pipeline::{Pipeline, Report};
 use concerto_pipeline::progress::Progress;
 use concerto_pipeline::schedule::{ModuleSchedule, Optimized};
 use concerto_pipeline::summary::{gain_pct, Comparison, DecompositionSummary};
-pub use chart::svg_chart;
 pub use shards::{Graphs, GraphsMerged, GraphsShardRow};
 pub use table::GraphsTable;
 

@@ -76,8 +76,20 @@ pub fn svg_chart(rows: &[GraphsRowSummary]) -> String {
         let gain = r.gain_vs_best_baseline_pct;
         let gap = r.gap_to_bound_pct;
         let bound = &r.comparison.bound_kind;
-        write_bar(&mut s, (x_of(0.0), x_of(gain)), y + 3.0, GAIN, &format!("gain {gain:.2}%"));
-        write_bar(&mut s, (x_of(0.0), x_of(gap)), y + 4.0 + BAR, GAP, &format!("gap {gap:.2}% ({bound})"));
+        write_bar(
+            &mut s,
+            (x_of(0.0), x_of(gain)),
+            y + 3.0,
+            GAIN,
+            &format!("gain {gain:.2}%"),
+        );
+        write_bar(
+            &mut s,
+            (x_of(0.0), x_of(gap)),
+            y + 4.0 + BAR,
+            GAP,
+            &format!("gap {gap:.2}% ({bound})"),
+        );
     }
     s.push_str("</svg>\n");
     s
@@ -90,7 +102,11 @@ fn write_grid(s: &mut String, lo: f64, hi: f64, step: f64, bottom: f64, x_of: &d
     for t in 0..=ticks {
         let pct = lo + t as f64 * step;
         let x = x_of(pct);
-        let colour = if pct.abs() < step / 2.0 { "#333333" } else { "#dddddd" };
+        let colour = if pct.abs() < step / 2.0 {
+            "#333333"
+        } else {
+            "#dddddd"
+        };
         let _ = writeln!(
             s,
             "<line x1=\"{x:.2}\" y1=\"{HEAD}\" x2=\"{x:.2}\" y2=\"{bottom:.2}\" stroke=\"{colour}\"/>\
@@ -137,5 +153,7 @@ fn trim(x: f64) -> String {
 
 /// `s` escaped for XML text.
 fn escaped(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
