@@ -49,15 +49,45 @@ fn cublas_gemms_are_costed_from_their_dimension_numbers() {
     assert_eq!(gemm.operand_dtype, Some(DType::Bf16));
 }
 
+/// XLA's tests write GEMMs without dimension numbers: a plain product `[m, k] x [k, n]` is
+/// costed as one, with or without a `backend_config`.
 #[test]
-fn a_cublas_gemm_without_dimension_numbers_is_an_error_naming_it() {
-    let text = CUBLAS.replace(r#""dot_dimension_numbers""#, r#""dims""#);
+fn a_cublas_gemm_without_dimension_numbers_is_a_plain_product_when_its_shapes_are() {
+    let start = CUBLAS.find(", backend_config=").unwrap();
+    let end = CUBLAS[start..].find('\n').unwrap() + start;
+    let bare = format!("{}{}", &CUBLAS[..start], &CUBLAS[end..]);
+    for text in [
+        CUBLAS.replace(r#""dot_dimension_numbers""#, r#""dims""#),
+        bare,
+    ] {
+        let (g, _) = import(&text);
+        let (_, gemm) = op(&g, "gemm");
+        let OpKind::Compute {
+            flops, gemm: shape, ..
+        } = gemm.kind
+        else {
+            panic!("{gemm:?}")
+        };
+        assert_eq!(flops, 2 * 64 * 256 * 128, "{text}");
+        let s = shape.expect("a GEMM shape");
+        assert_eq!((s.b, s.m, s.n, s.k), (1, 64, 256, 128));
+    }
+}
+
+/// Shapes that are no plain product (the rhs transposed) leave no dimension numbers to
+/// assume: an error naming the GEMM.
+#[test]
+fn a_cublas_gemm_without_dimension_numbers_nor_plain_shapes_is_an_error_naming_it() {
+    let text = CUBLAS
+        .replace(r#""dot_dimension_numbers""#, r#""dims""#)
+        .replace("bf16[128,256]", "bf16[256,128]")
+        .replace("bf16[128,256]{1,0}", "bf16[256,128]{1,0}");
     let m = parse(&text).unwrap();
     let e = lower(&m, &ImportOptions::default())
         .unwrap_err()
         .to_string();
     assert!(
-        e.contains("gemm") && e.contains("dot_dimension_numbers"),
+        e.contains("`gemm`") && e.contains("dot_dimension_numbers") && e.contains("plain product"),
         "{e}"
     );
 }

@@ -220,7 +220,7 @@ impl<'m> Lowerer<'m> {
             .transpose()?
             .unwrap_or_default();
         let t = target.to_ascii_lowercase();
-        Ok(if let Some(dims) = cublas_dims(i)? {
+        Ok(if let Some(dims) = cublas_dims(i, shapes)? {
             // A cuBLAS GEMM (`__cublas$gemm`, `__cublas$lt$matmul`, ...): result
             // element 0 is the product, element 1 the workspace (not counted).
             let out = match &i.shape {
@@ -591,10 +591,15 @@ pub(super) fn is_cublas_gemm(target: &str) -> bool {
 
 /// The dot dimension numbers of a cuBLAS GEMM custom-call, from its `backend_config`
 /// (`{"gemm_backend_config": {"dot_dimension_numbers": {"lhs_contracting_dimensions":
-/// ["1"], ...}}}`, numbers as strings or integers); `None` when `i` is no cuBLAS GEMM. A GEMM
-/// whose config cannot be read is an error naming the instruction: costing it as a
-/// memory-bound op would hide the step's largest kernels.
-fn cublas_dims(i: &Instruction) -> Result<Option<DotDims>, HloError> {
+/// ["1"], ...}}}`, numbers as strings or integers); `None` when `i` is no cuBLAS GEMM.
+/// Without a `backend_config` (hand-written modules), those of a plain batched product when
+/// the shapes are one (`shapes` holds the operands'). A GEMM whose config cannot be read is
+/// an error naming the instruction: costing it as a memory-bound op would hide the step's
+/// largest kernels.
+fn cublas_dims(
+    i: &Instruction,
+    shapes: &BTreeMap<&str, &Shape>,
+) -> Result<Option<DotDims>, HloError> {
     let target = match i.attribute("custom_call_target") {
         Some(a) => a.string()?,
         None => return Ok(None),
@@ -607,16 +612,28 @@ fn cublas_dims(i: &Instruction) -> Result<Option<DotDims>, HloError> {
         instruction: i.name.clone(),
         message: format!("cuBLAS GEMM `{target}`: {why}"),
     };
-    let config = i
-        .attribute("backend_config")
-        .ok_or_else(|| bad("no backend_config, so no dot dimension numbers"))?;
+    // Hand-written modules (XLA's tests) leave the numbers out; XLA's GEMM rewriter always
+    // writes them. Then those of a plain product, when the shapes are one.
+    let plain = |why: &str| {
+        plain_product_dims(i, shapes).map(Some).ok_or_else(|| {
+            bad(&format!(
+                "{why}, and the shapes are no plain product `[..., m, k] x [..., k, n] -> \
+                 [..., m, n]`"
+            ))
+        })
+    };
+    let Some(config) = i.attribute("backend_config") else {
+        return plain("no backend_config, so no dot dimension numbers");
+    };
     let text = config.string()?;
     let json: serde_json::Value = serde_json::from_str(&text)
         .map_err(|e| bad(&format!("backend_config is not JSON: {e}")))?;
-    let numbers = json
+    let Some(numbers) = json
         .get("gemm_backend_config")
         .and_then(|g| g.get("dot_dimension_numbers"))
-        .ok_or_else(|| bad("backend_config has no gemm_backend_config.dot_dimension_numbers"))?;
+    else {
+        return plain("backend_config has no gemm_backend_config.dot_dimension_numbers");
+    };
     let list = |key: &str| -> Result<Vec<usize>, HloError> {
         match numbers.get(key) {
             None => Ok(Vec::new()),
@@ -638,6 +655,35 @@ fn cublas_dims(i: &Instruction) -> Result<Option<DotDims>, HloError> {
         rhs_contracting: list("rhs_contracting_dimensions")?,
         rhs_batch: list("rhs_batch_dimensions")?,
     }))
+}
+
+/// The dimension numbers of a batched matrix product `[..., m, k] x [..., k, n] ->
+/// [..., m, n]` (leading dimensions the batch, lhs's last and rhs's second-to-last
+/// contracted), when the shapes of GEMM `i`'s two operands and of its result (or the result
+/// tuple's first element: the workspace follows) are those of one; else `None`.
+fn plain_product_dims(i: &Instruction, shapes: &BTreeMap<&str, &Shape>) -> Option<DotDims> {
+    let [l, r] = [0, 1].map(|k| i.operands.get(k).and_then(|o| shapes.get(o.as_str())));
+    let (ld, rd) = (l?.dims(), r?.dims());
+    let out = match &i.shape {
+        Shape::Tuple(v) => v.first()?.dims(),
+        s => s.dims(),
+    };
+    let rank = ld.len();
+    if rank < 2 || rd.len() != rank || out.len() != rank {
+        return None;
+    }
+    let batch = rank - 2;
+    let matches = ld[..batch] == rd[..batch]
+        && out[..batch] == ld[..batch]
+        && ld[rank - 1] == rd[rank - 2]
+        && out[rank - 2] == ld[rank - 2]
+        && out[rank - 1] == rd[rank - 1];
+    matches.then(|| DotDims {
+        lhs_contracting: vec![rank - 1],
+        lhs_batch: (0..batch).collect(),
+        rhs_contracting: vec![rank - 2],
+        rhs_batch: (0..batch).collect(),
+    })
 }
 
 /// Flops (`2 * result elements * contracted size`) and (b, m, n, k) of a product of `lhs`
