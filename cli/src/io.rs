@@ -35,6 +35,13 @@ pub(crate) fn read_input(path: &Path, options: &ImportOptions) -> anyhow::Result
             path.display()
         );
     }
+    if options.unbounded_dim_size.is_some() && !concerto_extract::read::is_hlo(path) {
+        anyhow::bail!(
+            "--unbounded-dim-size applies to the shapes of an HLO module (.hlo, .txt), not \
+             to {}",
+            path.display()
+        );
+    }
     let imported = concerto_extract::read_imported(path, options)?;
     for w in &imported.warnings {
         eprintln!("warning: {w}");

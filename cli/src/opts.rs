@@ -101,14 +101,19 @@ pub(crate) struct ImportFlags {
     /// XLA's own cost analysis counts such a loop once: `--unknown-trip-count 1`.
     #[arg(long = "unknown-trip-count", value_name = "N")]
     pub(crate) unknown_trip_count: Option<u64>,
+    /// The size of every unbounded dynamic dimension (`f32[?,8]`) of an imported `.hlo`.
+    /// Without it such a dimension is an error: no cost can be computed without a size.
+    #[arg(long = "unbounded-dim-size", value_name = "N")]
+    pub(crate) unbounded_dim_size: Option<u64>,
 }
 
 impl ImportFlags {
-    /// The options of importing a graph: `--gpus-per-node`, `--trip-count` and
-    /// `--unknown-trip-count`.
+    /// The options of importing a graph: `--gpus-per-node`, `--trip-count`,
+    /// `--unknown-trip-count` and `--unbounded-dim-size`.
     pub(crate) fn import_options(&self) -> anyhow::Result<ImportOptions> {
         let mut options = import_options(self.gpus_per_node, &self.trip_counts)?;
         options.unknown_trip_count = self.unknown_trip_count;
+        options.unbounded_dim_size = self.unbounded_dim_size;
         Ok(options)
     }
 

@@ -572,3 +572,44 @@ fn unknown_trip_count_counts_the_loop_and_warns() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--unbounded-dim-size` sizes the unbounded dimensions `?` of a module (StableHLO's
+/// unbounded dynamism); without it they are an error naming the flag; a JSON graph refuses it.
+#[test]
+fn unbounded_dim_size_sizes_the_unbounded_dimensions() {
+    let dir = scratch("unbounded-dim-size");
+    let file = dir.join("unbounded.hlo");
+    std::fs::write(
+        &file,
+        "HloModule unbounded\n\nENTRY %main (a: f32[?,1024]) -> f32[?,1024] {\n  %a = f32[?,1024]{1,0} parameter(0)\n  ROOT %e = f32[?,1024]{1,0} exponential(%a)\n}\n",
+    )
+    .unwrap();
+    let path = file.to_str().unwrap();
+    let o = concerto(&["import", path, "--json"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("line 3") && stderr(&o).contains("--unbounded-dim-size"),
+        "{}",
+        stderr(&o)
+    );
+    let bytes = |n: &str| -> u64 {
+        let o = concerto(&["import", path, "--unbounded-dim-size", n, "--json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).expect("one JSON object");
+        v["live_out_bytes"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{v}"))
+    };
+    // The step's output: the array, whose bytes grow with the size given.
+    assert_eq!(bytes("8"), 8 * 1024 * 4);
+    assert_eq!(bytes("64"), 64 * 1024 * 4);
+    let o = concerto(&[
+        "import",
+        &fixture("tiny/two_streams.json"),
+        "--unbounded-dim-size",
+        "8",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--unbounded-dim-size applies to the shapes of an HLO module"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

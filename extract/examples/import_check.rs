@@ -7,8 +7,9 @@
 //! cargo run --release -p concerto-extract --example import_check -- --unknown-trip-count 1 < paths.txt
 //! ```
 //!
-//! `--unknown-trip-count N` (first) sets [`ImportOptions::unknown_trip_count`]: every loop
-//! whose trip count cannot be read runs `N` times.
+//! `--unknown-trip-count N` (before the paths) sets [`ImportOptions::unknown_trip_count`]:
+//! every loop whose trip count cannot be read runs `N` times. `--unbounded-dim-size N` sets
+//! [`ImportOptions::unbounded_dim_size`]: every unbounded dimension `?` has size `N`.
 //!
 //! With no arguments it reads paths from standard input, one a line, and answers each as soon
 //! as it is done (the census drives it as a worker and kills it on a hang). Each answer is one
@@ -21,12 +22,12 @@ use std::io::{BufRead, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::process::ExitCode;
 
-use concerto_extract::hlo::{lower, parse, HloError, ImportOptions};
+use concerto_extract::hlo::{lower, parse_with, HloError, ImportOptions};
 
 /// The verdict line for the HLO text `text` imported with `options`.
 fn verdict(text: &str, options: &ImportOptions) -> String {
     let outcome = catch_unwind(AssertUnwindSafe(|| {
-        let module = parse(text)?;
+        let module = parse_with(text, &options.parse_options())?;
         let (graph, _) = lower(&module, options)?;
         Ok::<usize, HloError>(graph.len())
     }));
@@ -57,12 +58,18 @@ fn main() -> ExitCode {
     std::panic::set_hook(Box::new(|_| {}));
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut options = ImportOptions::default();
-    if args.first().map(String::as_str) == Some("--unknown-trip-count") {
+    while let Some(flag @ ("--unknown-trip-count" | "--unbounded-dim-size")) =
+        args.first().map(String::as_str)
+    {
         let Some(n) = args.get(1).and_then(|n| n.parse::<u64>().ok()) else {
-            eprintln!("import_check: --unknown-trip-count needs a whole number");
+            eprintln!("import_check: {flag} needs a whole number");
             return ExitCode::FAILURE;
         };
-        options.unknown_trip_count = Some(n);
+        if flag == "--unknown-trip-count" {
+            options.unknown_trip_count = Some(n);
+        } else {
+            options.unbounded_dim_size = Some(n);
+        }
         args.drain(..2);
     }
     let paths: Box<dyn Iterator<Item = String>> = if args.is_empty() {

@@ -19,7 +19,7 @@ pub use export::{
     Checked, ExportError, Exported, REPLAY_TOLERANCE,
 };
 pub use lower::{lower, sequence_plan, ImportOptions, ImportReport, SeqEvent};
-pub use parse::parse;
+pub use parse::{parse, parse_with, ParseOptions};
 
 /// The collective opcodes (their `-start`/`-done` forms begin with them): what an
 /// `async-start` wrapper of an async collective wraps, and what XLA's loop analysis never

@@ -110,7 +110,12 @@ pub fn read_module(path: &Path) -> Result<hlo::Module, ReadError> {
 
 /// Reads and lowers the HLO module at `path` with `options`.
 pub fn read_hlo(path: &Path, options: &ImportOptions) -> Result<(Graph, ImportReport), ReadError> {
-    let module = read_module(path)?;
+    let text = read_text(path)?;
+    let module =
+        hlo::parse_with(&text, &options.parse_options()).map_err(|source| ReadError::Hlo {
+            path: path.to_path_buf(),
+            source,
+        })?;
     hlo::lower(&module, options).map_err(|source| ReadError::Hlo {
         path: path.to_path_buf(),
         source,
@@ -228,7 +233,7 @@ pub fn read_imported(path: &Path, options: &ImportOptions) -> Result<Imported, R
             path: path.to_path_buf(),
             source,
         };
-        let module = hlo::parse(&text).map_err(hlo_err)?;
+        let module = hlo::parse_with(&text, &options.parse_options()).map_err(hlo_err)?;
         let (graph, report) = hlo::lower(&module, options).map_err(hlo_err)?;
         let schedule = match &report.sequence {
             Some(events) => {
