@@ -42,11 +42,18 @@ def optimize(
     step: int | None = None,
     profile: str | os.PathLike[str] | None = None,
     profile_strict: bool = False,
+    trip_counts: dict[str, int] | None = None,
+    unknown_trip_count: int | None = None,
+    unbounded_dim_size: int | None = None,
 ) -> Report:
     """Concerto's plan for a graph: ``concerto optimize`` in process. ``profile``: a
     ``jax.profiler`` trace of the HLO module ``graph`` names, whose kernels cost its ops
     (``--profile``); ``profile_strict``: an instruction of the profile the module lacks is an
-    error (``--profile-strict``)."""
+    error (``--profile-strict``). For an HLO module: ``trip_counts`` gives the trip count of
+    ``while`` loops by instruction name (``--trip-count NAME=N``), ``unknown_trip_count`` that
+    of every loop whose count cannot be read, with a warning naming each
+    (``--unknown-trip-count``), ``unbounded_dim_size`` the size of every unbounded dimension
+    ``?`` (``--unbounded-dim-size``)."""
 
 def simulate(
     graph: GraphArg,
@@ -55,8 +62,12 @@ def simulate(
     contention: float | None = None,
     gpus_per_node: int = 8,
     step: int | None = None,
+    trip_counts: dict[str, int] | None = None,
+    unknown_trip_count: int | None = None,
+    unbounded_dim_size: int | None = None,
 ) -> dict[str, Any]:
-    """A stream plan simulated: ``concerto simulate --json``."""
+    """A stream plan simulated: ``concerto simulate --json`` (the import options as in
+    :func:`optimize`)."""
 
 def solve(
     instance: str | os.PathLike[str],
@@ -69,9 +80,15 @@ def solve(
     """An RCPSP instance solved: ``concerto solve --json``, with ``starts`` by activity."""
 
 def import_graph(
-    path: str | os.PathLike[str], gpus_per_node: int = 8, step: int | None = None
+    path: str | os.PathLike[str],
+    gpus_per_node: int = 8,
+    step: int | None = None,
+    trip_counts: dict[str, int] | None = None,
+    unknown_trip_count: int | None = None,
+    unbounded_dim_size: int | None = None,
 ) -> dict[str, Any]:
-    """A file read into Concerto's native graph format (a trace's report under ``trace``)."""
+    """A file read into Concerto's native graph format (a trace's report under ``trace``,
+    the importer's warnings under ``warnings``; the import options as in :func:`optimize`)."""
 
 def solvers() -> list[tuple[str, str, bool]]:
     """(name, description, compiled in) of every solver this build knows."""

@@ -8,6 +8,7 @@
 //! plan `concerto optimize path --work-limit 20000` gives, and `Report.to_json()` is that
 //! command's `--json` output.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -74,12 +75,45 @@ fn graph_arg(py: Python<'_>, graph: &Bound<'_, PyAny>) -> PyResult<GraphArg> {
 }
 
 fn read(arg: &GraphArg, options: &ImportOptions) -> Result<Imported, String> {
+    let hlo = matches!(arg, GraphArg::Path(p) if concerto::extract::read::is_hlo(p));
+    let loops = !options.trip_counts.is_empty() || options.unknown_trip_count.is_some();
+    if !hlo && (loops || options.unbounded_dim_size.is_some()) {
+        let what = if loops {
+            "trip_counts and unknown_trip_count apply to the while loops"
+        } else {
+            "unbounded_dim_size applies to the shapes"
+        };
+        return Err(format!("{what} of an HLO module (.hlo, .txt), not to this graph"));
+    }
     match arg {
         GraphArg::Path(p) => concerto::extract::read_imported(p, options).map_err(|e| chain(&e)),
         GraphArg::Json(text) => Graph::from_json(text)
             .map(Imported::from_graph)
             .map_err(|e| format!("reading graph (dict): {}", chain(&e))),
     }
+}
+
+/// The import options of the keyword arguments every entry point takes (as the CLI's
+/// `--gpus-per-node`, `--step`, `--trip-count`, `--unknown-trip-count`,
+/// `--unbounded-dim-size`).
+fn import_options(
+    gpus_per_node: u32,
+    step: Option<u64>,
+    trip_counts: Option<BTreeMap<String, u64>>,
+    unknown_trip_count: Option<u64>,
+    unbounded_dim_size: Option<u64>,
+) -> PyResult<ImportOptions> {
+    if gpus_per_node == 0 {
+        return Err(bad("gpus_per_node must be at least 1"));
+    }
+    Ok(ImportOptions {
+        gpus_per_node,
+        trace_step: step,
+        trip_counts: trip_counts.unwrap_or_default(),
+        unknown_trip_count,
+        unbounded_dim_size,
+        ..ImportOptions::default()
+    })
 }
 
 fn hardware(name: &str, gpus_per_node: u32, contention: Option<f64>) -> Result<Hardware, String> {
@@ -171,7 +205,7 @@ impl Report {
 fn optimize_inner(
     arg: GraphArg,
     hardware_name: &str,
-    gpus_per_node: u32,
+    options: ImportOptions,
     contention: Option<f64>,
     time_limit: Option<f64>,
     work_limit: Option<u64>,
@@ -179,25 +213,17 @@ fn optimize_inner(
     seed: u64,
     threads: usize,
     solver: &str,
-    step: Option<u64>,
     profile: Option<(PathBuf, bool)>,
 ) -> Result<Report, (bool, String)> {
     let input_err = |e: String| (true, e);
     let started = Instant::now();
-    if gpus_per_node == 0 {
-        return Err(input_err("gpus_per_node must be at least 1".into()));
-    }
+    let gpus_per_node = options.gpus_per_node;
     if threads == 0 {
         return Err(input_err("threads must be at least 1".into()));
     }
     if work_limit == Some(0) {
         return Err(input_err("work_limit must be at least 1".into()));
     }
-    let options = ImportOptions {
-        gpus_per_node,
-        trace_step: step,
-        ..ImportOptions::default()
-    };
     let mut input = read(&arg, &options).map_err(input_err)?;
     let hw = hardware(hardware_name, gpus_per_node, contention).map_err(input_err)?;
     // Profile-guided costs, as `concerto optimize MODULE --profile TRACE`.
@@ -285,7 +311,8 @@ fn raise((input, msg): (bool, String)) -> PyErr {
 #[pyfunction]
 #[pyo3(signature = (graph, hardware="h100", time_limit=None, work_limit=None, memory_budget=None,
                     contention=None, seed=0, threads=1, solver="pumpkin", gpus_per_node=8,
-                    step=None, profile=None, profile_strict=false))]
+                    step=None, profile=None, profile_strict=false, trip_counts=None,
+                    unknown_trip_count=None, unbounded_dim_size=None))]
 #[allow(clippy::too_many_arguments)]
 fn optimize(
     py: Python<'_>,
@@ -302,8 +329,18 @@ fn optimize(
     step: Option<u64>,
     profile: Option<PathBuf>,
     profile_strict: bool,
+    trip_counts: Option<BTreeMap<String, u64>>,
+    unknown_trip_count: Option<u64>,
+    unbounded_dim_size: Option<u64>,
 ) -> PyResult<Report> {
     let arg = graph_arg(py, graph)?;
+    let options = import_options(
+        gpus_per_node,
+        step,
+        trip_counts,
+        unknown_trip_count,
+        unbounded_dim_size,
+    )?;
     if profile.is_none() && profile_strict {
         return Err(bad("profile_strict needs profile="));
     }
@@ -314,7 +351,7 @@ fn optimize(
         optimize_inner(
             arg,
             &hardware,
-            gpus_per_node,
+            options,
             contention,
             time_limit,
             work_limit,
@@ -322,7 +359,6 @@ fn optimize(
             seed,
             threads,
             &solver,
-            step,
             profile,
         )
     })
@@ -332,7 +368,9 @@ fn optimize(
 /// A stream plan of a graph simulated: `concerto simulate GRAPH --plan PLAN --json` as a dict
 /// (`plan`: the plan file's text, or a dict of it).
 #[pyfunction]
-#[pyo3(signature = (graph, plan, hardware="h100", contention=None, gpus_per_node=8, step=None))]
+#[pyo3(signature = (graph, plan, hardware="h100", contention=None, gpus_per_node=8, step=None,
+                    trip_counts=None, unknown_trip_count=None, unbounded_dim_size=None))]
+#[allow(clippy::too_many_arguments)]
 fn simulate<'py>(
     py: Python<'py>,
     graph: &Bound<'py, PyAny>,
@@ -341,8 +379,18 @@ fn simulate<'py>(
     contention: Option<f64>,
     gpus_per_node: u32,
     step: Option<u64>,
+    trip_counts: Option<BTreeMap<String, u64>>,
+    unknown_trip_count: Option<u64>,
+    unbounded_dim_size: Option<u64>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let arg = graph_arg(py, graph)?;
+    let options = import_options(
+        gpus_per_node,
+        step,
+        trip_counts,
+        unknown_trip_count,
+        unbounded_dim_size,
+    )?;
     let plan_text: String = if plan.cast::<PyDict>().is_ok() {
         py.import("json")?
             .call_method1("dumps", (plan,))?
@@ -354,13 +402,8 @@ fn simulate<'py>(
     let hardware = hardware.to_string();
     let out = py
         .detach(move || -> Result<String, String> {
-            let options = ImportOptions {
-                gpus_per_node,
-                trace_step: step,
-                ..ImportOptions::default()
-            };
             let input = read(&arg, &options)?;
-            let hw = self::hardware(&hardware, gpus_per_node, contention)?;
+            let hw = self::hardware(&hardware, options.gpus_per_node, contention)?;
             let hw = input
                 .costed_on(hw, contention)
                 .map_err(|e| e.to_string())?;
@@ -437,23 +480,26 @@ fn solve<'py>(
 /// A graph read from a file (HLO, compiled HLO, native JSON, profiler trace) and returned in
 /// the native JSON format as a dict; a profiler trace's step report is under `"trace"`.
 #[pyfunction]
-#[pyo3(signature = (path, gpus_per_node=8, step=None))]
+#[pyo3(signature = (path, gpus_per_node=8, step=None, trip_counts=None, unknown_trip_count=None,
+                    unbounded_dim_size=None))]
 fn import_graph<'py>(
     py: Python<'py>,
     path: PathBuf,
     gpus_per_node: u32,
     step: Option<u64>,
+    trip_counts: Option<BTreeMap<String, u64>>,
+    unknown_trip_count: Option<u64>,
+    unbounded_dim_size: Option<u64>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let options = import_options(
+        gpus_per_node,
+        step,
+        trip_counts,
+        unknown_trip_count,
+        unbounded_dim_size,
+    )?;
     let out = py
         .detach(move || -> Result<String, String> {
-            if gpus_per_node == 0 {
-                return Err("gpus_per_node must be at least 1".into());
-            }
-            let options = ImportOptions {
-                gpus_per_node,
-                trace_step: step,
-                ..ImportOptions::default()
-            };
             let input = read(&GraphArg::Path(path), &options)?;
             let mut v: serde_json::Value =
                 serde_json::from_str(&input.graph.to_json()).map_err(|e| e.to_string())?;
