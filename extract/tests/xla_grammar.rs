@@ -105,3 +105,39 @@ fn the_sample_imports_as_the_manifest_says() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// With a count for the loops whose count cannot be read (`--unknown-trip-count`), every
+/// module of the sample that XLA accepts imports.
+#[test]
+fn with_a_count_for_unread_loops_every_accepted_module_imports() {
+    let options = ImportOptions {
+        unknown_trip_count: Some(1),
+        ..ImportOptions::default()
+    };
+    let mut failures = Vec::new();
+    let mut counted = 0;
+    for row in manifest().iter().filter(|r| r.xla == "accepted") {
+        let text = std::fs::read_to_string(dir().join(&row.file)).expect("a sample module");
+        let module = parse(&text).expect("XLA accepts it, the first test parses it");
+        match lower(&module, &options) {
+            Ok((_, report)) if row.concerto == "error:trip-count" => {
+                // The loop is counted, with a warning that names it.
+                counted += 1;
+                if !report
+                    .warnings
+                    .iter()
+                    .any(|w| w.contains("has no known trip count"))
+                {
+                    failures.push(format!("{}: no warning names the loop", row.file));
+                }
+            }
+            Ok(_) => {}
+            Err(e) => failures.push(format!("{}: {e}", row.file)),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        counted >= 10,
+        "only {counted} modules with a loop without a count"
+    );
+}
