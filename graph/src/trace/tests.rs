@@ -317,7 +317,9 @@ fn svg_has_a_rect_per_op_and_is_well_formed() {
     assert_eq!(counts["g"], 3);
     // Escaped names and titles.
     assert!(svg.contains("<title>add&lt;&amp;&gt; (compute)\n4 – 4.7 µs (0.7 µs)</title>"));
-    assert!(svg.contains("&lt;concerto &amp; co&gt; — makespan 4 µs, exposed communication 1.75 µs"));
+    assert!(
+        svg.contains("&lt;concerto &amp; co&gt; — makespan 4 µs, exposed communication 1.75 µs")
+    );
     assert!(svg.contains("program order — makespan 4.7 µs, exposed communication 2.5 µs"));
     assert!(!svg.contains("add<&>"));
     // Colours by class.
