@@ -1,7 +1,8 @@
-//! Trip counts of loops whose bound or step is carried in the state from a constant: what
-//! XLA's `ComputeWhileLoopTripCount` reads once `WhileLoopConstantSinking` has made that
-//! element a constant in the condition and the body
-//! (`xla/service/while_loop_constant_sinking.cc`), and only then.
+//! Trip counts beyond the plain counter: loops whose bound or step is carried in the state
+//! from a constant, what XLA's `ComputeWhileLoopTripCount` reads once
+//! `WhileLoopConstantSinking` has made that element a constant in the condition and the body
+//! (`xla/service/while_loop_constant_sinking.cc`), and only then; and counters the body sets
+//! to a constant.
 
 use super::trip_count::Unknown;
 use super::unroll::trip_count;
@@ -133,4 +134,29 @@ fn a_pred_constant_written_as_a_number_is_true_or_false() {
         );
         assert_eq!(count(&text), want, "pred[] constant({literal})");
     }
+}
+
+/// A body that sets the counter to a constant: 0 iterations, 1, or never ending, by the
+/// condition on the initial value and on that constant (XLA bounds such a loop by one
+/// iteration and reads no count).
+#[test]
+fn a_counter_set_to_a_constant_runs_zero_times_once_or_for_ever() {
+    let below_k = "compare(%i, %k), direction=LT";
+    let set_5 = "constant(5)";
+    let body = "%next, %n, %step";
+    assert_eq!(count(&module(set_5, body, below_k, "%c0, %c7, %c3")), Ok(1));
+    assert_eq!(
+        count(&module(set_5, body, below_k, "%c10, %c7, %c3")),
+        Ok(0)
+    );
+    let below_n = "compare(%i, %n), direction=LT";
+    assert_eq!(
+        count(&module(set_5, body, below_n, "%c0, %c7, %c3")),
+        Err(Unknown::NeverEnds { index: 0, value: 5 })
+    );
+    // From a parameter, the first test is unknown: no count, as before.
+    assert!(matches!(
+        count(&module(set_5, body, below_k, "%p, %c7, %c3")),
+        Err(Unknown::UpdateNotInduction { index: 0, .. })
+    ));
 }

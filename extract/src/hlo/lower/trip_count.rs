@@ -27,7 +27,9 @@
 //! is then a constant to steps 1 to 4, as it is to XLA after that pass.
 //!
 //! Beyond XLA's function: a condition whose root is `constant(false)` runs zero times, and a
-//! `constant(true)` one never ends. What fails is an [`Unknown`] that says why.
+//! `constant(true)` one never ends; a body that sets the induction variable to a constant
+//! runs 0 times, once, or for ever, by the condition on the initial value and on that
+//! constant (XLA bounds such a loop by 1 iteration). What fails is an [`Unknown`] that says why.
 //!
 //! Cost: O(instructions of the condition and the body) per loop, plus at most 129
 //! evaluations of the condition and the update.
@@ -631,35 +633,16 @@ fn count(
         [&k] => k,
         _ => return Err(Unknown::SeveralElements(indices.into_iter().collect())),
     };
-    let broot = bc
-        .root()
-        .ok_or_else(|| Unknown::BodyNotTuple(String::new()))?;
-    if broot.opcode != "tuple" {
-        return Err(Unknown::BodyNotTuple(broot.name.clone()));
-    }
-    let update = bc
-        .operand(broot, index)
-        .ok_or_else(|| Unknown::BodyNotTuple(broot.name.clone()))?;
-    let inc = bc.trace(update);
-    let bparam = bc.param0().ok_or_else(no_param)?;
-    match element_dependence(module, bc, inc, bparam) {
-        Ok(s)
-            if s.contains(&index) && s.iter().all(|k| *k == index || sinkable.contains_key(k)) => {}
-        Ok(s) => {
-            let list: Vec<String> = s.iter().map(usize::to_string).collect();
-            return Err(Unknown::UpdateNotInduction {
-                index,
-                at: inc.name.clone(),
-                why: format!("it reads state elements {}", list.join(", ")),
-            });
-        }
-        Err(why) => {
-            return Err(Unknown::UpdateNotInduction {
-                index,
-                at: inc.name.clone(),
-                why,
-            })
-        }
+    let parts = Parts {
+        kc: &kc,
+        cc,
+        bc,
+        init,
+        cparam,
+        sinkable: &sinkable,
+    };
+    if let Err(done) = induction_update(module, &parts, index) {
+        return done;
     }
     let start = kc
         .operand(init, index)
@@ -672,6 +655,7 @@ fn count(
             why,
         }
     })?;
+    let bparam = bc.param0().ok_or_else(no_param)?;
     let sunk = Sunks {
         cond: cc.sunk(cparam, &sinkable),
         body: bc.sunk(bparam, &sinkable),
@@ -680,6 +664,71 @@ fn count(
         return Ok(n);
     }
     brute_force(module, cc, bc, index, value, &sunk)
+}
+
+/// A loop's caller (`kc`), condition and body, initial state `tuple`, the condition's
+/// parameter and the elements XLA would sink.
+struct Parts<'a, 'm> {
+    kc: &'a Comp<'m>,
+    cc: &'a Comp<'m>,
+    bc: &'a Comp<'m>,
+    init: &'m Instruction,
+    cparam: &'m Instruction,
+    sinkable: &'a BTreeMap<usize, Val>,
+}
+
+/// Checks that the body's new value of element `index` reads that element alone (and sunk
+/// elements); else `Err` with what [`count`] returns: a body that sets it to a constant is
+/// counted by [`constant_update`], anything else is [`Unknown::UpdateNotInduction`].
+fn induction_update(
+    module: &Module,
+    p: &Parts<'_, '_>,
+    index: usize,
+) -> Result<(), Result<u64, Unknown>> {
+    let bc = p.bc;
+    let broot = bc
+        .root()
+        .ok_or_else(|| Err(Unknown::BodyNotTuple(String::new())))?;
+    if broot.opcode != "tuple" {
+        return Err(Err(Unknown::BodyNotTuple(broot.name.clone())));
+    }
+    let update = bc
+        .operand(broot, index)
+        .ok_or_else(|| Err(Unknown::BodyNotTuple(broot.name.clone())))?;
+    let inc = bc.trace(update);
+    let no_param = || {
+        Err(Unknown::NoInductionVariable(
+            "the body has no parameter".into(),
+        ))
+    };
+    let bparam = bc.param0().ok_or_else(no_param)?;
+    let not_induction = |why: String| Unknown::UpdateNotInduction {
+        index,
+        at: inc.name.clone(),
+        why,
+    };
+    match element_dependence(module, bc, inc, bparam) {
+        Ok(s)
+            if s.contains(&index)
+                && s.iter().all(|k| *k == index || p.sinkable.contains_key(k)) =>
+        {
+            Ok(())
+        }
+        Ok(s) => {
+            let list: Vec<String> = s.iter().map(usize::to_string).collect();
+            Err(Err(not_induction(format!(
+                "it reads state elements {}",
+                list.join(", ")
+            ))))
+        }
+        Err(why) => {
+            let csunk = p.cc.sunk(p.cparam, p.sinkable);
+            Err(
+                constant_update(module, p.kc, p.cc, p.init, index, inc, &csunk)
+                    .unwrap_or(Err(not_induction(why))),
+            )
+        }
+    }
 }
 
 /// The trip count of a loop whose condition reads only sunk elements (`indices`, all in
@@ -698,6 +747,47 @@ fn invariant_condition(
         Ok(Val::Scalar(Ty::Pred, _)) => Err(Unknown::Invariant(indices)),
         _ => Err(Unknown::SeveralElements(indices)),
     }
+}
+
+/// A body that sets the induction variable (element `index`) to a `constant` `inc`: the loop
+/// runs 0 times if the condition fails on the initial value, once if it fails on that
+/// constant, and never ends otherwise (`csunk`: the condition's sunk elements). XLA's
+/// `ComputeWhileLoopTripCount` reads no count here
+/// (its `ComputeWhileLoopTripCountUpperBound` gives 1, and `WhileLoopSimplifier` then turns
+/// the loop into a conditional); with a constant initial value the count is exact. `None`
+/// when the initial value or the condition cannot be evaluated.
+fn constant_update(
+    module: &Module,
+    kc: &Comp<'_>,
+    cc: &Comp<'_>,
+    init: &Instruction,
+    index: usize,
+    inc: &Instruction,
+    csunk: &Sunk<'_>,
+) -> Option<Result<u64, Unknown>> {
+    if inc.opcode != "constant" {
+        return None;
+    }
+    let start = kc.trace(kc.operand(init, index)?);
+    let first = evaluate(module, kc, start, None, &Sunk::new()).ok()?;
+    let then = constant(inc).ok()?;
+    let root = cc.root()?;
+    let cvar = cc.non_constant_operand(root, csunk)?;
+    if cvar.name != cc.unique_gte(cc.param0()?, index)?.name {
+        return None;
+    }
+    let holds = |v: &Val| match evaluate(module, cc, root, Some((&cvar.name, v)), csunk) {
+        Ok(Val::Scalar(Ty::Pred, x)) => Some(x != 0),
+        _ => None,
+    };
+    Some(match (holds(&first)?, holds(&then)?) {
+        (false, _) => Ok(0),
+        (true, false) => Ok(1),
+        (true, true) => Err(Unknown::NeverEnds {
+            index,
+            value: then.int().unwrap_or_default(),
+        }),
+    })
 }
 
 /// The sunk elements of a loop's condition and body.
