@@ -391,44 +391,6 @@ fn bench_scale_json_keeps_its_keys_and_stays_quiet() {
     );
 }
 
-/// A decode-style loop: the bound is a loop-carried value, so neither `backend_config` nor
-/// the loop itself gives its trip count.
-const DECODE_LOOP: &str = r#"HloModule decode, num_partitions=8
-
-%sum (a: f32[], b: f32[]) -> f32[] {
-  %a = f32[] parameter(0)
-  %b = f32[] parameter(1)
-  ROOT %c = f32[] add(%a, %b)
-}
-
-%body (s: (s32[], s32[], f32[64])) -> (s32[], s32[], f32[64]) {
-  %s = (s32[], s32[], f32[64]{0}) parameter(0)
-  %i = s32[] get-tuple-element(%s), index=0
-  %one = s32[] constant(1)
-  %next = s32[] add(%i, %one)
-  %n = s32[] get-tuple-element(%s), index=1
-  %v = f32[64]{0} get-tuple-element(%s), index=2
-  %ar = f32[64]{0} all-reduce(%v), channel_id=1, replica_groups=mesh['axis_0'=8,'axis_1'=1] {'axis_0'}, use_global_device_ids=true, to_apply=%sum
-  %e = f32[64]{0} exponential(%ar)
-  ROOT %r = (s32[], s32[], f32[64]{0}) tuple(%next, %n, %e)
-}
-
-%cond (s: (s32[], s32[], f32[64])) -> pred[] {
-  %s = (s32[], s32[], f32[64]{0}) parameter(0)
-  %i = s32[] get-tuple-element(%s), index=0
-  %n = s32[] get-tuple-element(%s), index=1
-  ROOT %lt = pred[] compare(%i, %n), direction=LT
-}
-
-ENTRY %main (n: s32[], x: f32[64]) -> (s32[], s32[], f32[64]) {
-  %n = s32[] parameter(0)
-  %x = f32[64]{0} parameter(1)
-  %zero = s32[] constant(0)
-  %init = (s32[], s32[], f32[64]{0}) tuple(%zero, %n, %x)
-  ROOT %decode = (s32[], s32[], f32[64]{0}) while(%init), condition=%cond, body=%body
-}
-"#;
-
 /// A loop without a known trip count fails naming the loop, why, and the flags;
 /// `--trip-count` unrolls it, and so does `--unknown-trip-count` with a warning; a name that
 /// is no loop, or a malformed value, is an error naming it.
@@ -436,7 +398,8 @@ ENTRY %main (n: s32[], x: f32[64]) -> (s32[], s32[], f32[64]) {
 fn trip_count_names_the_loop_and_unrolls_it() {
     let dir = scratch("trip-count");
     let file = dir.join("decode.hlo");
-    std::fs::write(&file, DECODE_LOOP).unwrap();
+    // A decode-style loop: its bound is carried in the state from a parameter of the step.
+    std::fs::copy(fixture("tiny/decode_loop.hlo"), &file).unwrap();
     let path = file.to_str().unwrap();
 
     let o = concerto(&["import", path, "--json"]);
@@ -529,7 +492,8 @@ fn trip_count_names_the_loop_and_unrolls_it() {
 fn unknown_trip_count_counts_the_loop_and_warns() {
     let dir = scratch("unknown-trip-count");
     let file = dir.join("decode.hlo");
-    std::fs::write(&file, DECODE_LOOP).unwrap();
+    // A decode-style loop: its bound is carried in the state from a parameter of the step.
+    std::fs::copy(fixture("tiny/decode_loop.hlo"), &file).unwrap();
     let path = file.to_str().unwrap();
     let o = concerto(&["import", path, "--unknown-trip-count", "3", "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -577,14 +541,8 @@ fn unknown_trip_count_counts_the_loop_and_warns() {
 /// unbounded dynamism); without it they are an error naming the flag; a JSON graph refuses it.
 #[test]
 fn unbounded_dim_size_sizes_the_unbounded_dimensions() {
-    let dir = scratch("unbounded-dim-size");
-    let file = dir.join("unbounded.hlo");
-    std::fs::write(
-        &file,
-        "HloModule unbounded\n\nENTRY %main (a: f32[?,1024]) -> f32[?,1024] {\n  %a = f32[?,1024]{1,0} parameter(0)\n  ROOT %e = f32[?,1024]{1,0} exponential(%a)\n}\n",
-    )
-    .unwrap();
-    let path = file.to_str().unwrap();
+    let file = fixture("tiny/unbounded.hlo");
+    let path = file.as_str();
     let o = concerto(&["import", path, "--json"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(
@@ -611,5 +569,4 @@ fn unbounded_dim_size_sizes_the_unbounded_dimensions() {
     ]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--unbounded-dim-size applies to the shapes of an HLO module"));
-    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -13,7 +13,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import unittest
@@ -26,48 +25,13 @@ HLO = os.path.join(ROOT, "fixtures", "hlo", "dp.opt.hlo")
 COMPILED = os.path.join(ROOT, "fixtures", "hlo_gpu", "gpt_mix2x4_l1_cublas.gpu.hlo")
 TRACE = os.path.join(ROOT, "fixtures", "kineto", "ddp_3steps.json")
 J30 = os.path.join(ROOT, "fixtures", "psplib", "j30", "j301_1.sm")
+#: A decode loop: its bound is carried in the state from a parameter of the step.
+DECODE = os.path.join(ROOT, "fixtures", "tiny", "decode_loop.hlo")
+#: An unbounded dimension (StableHLO's unbounded dynamism): no size, no cost.
+UNBOUNDED = os.path.join(ROOT, "fixtures", "tiny", "unbounded.hlo")
 H200_STEP = os.path.join(ROOT, "docs", "fidelity-data", "step.opt.hlo.gz")
 H200_TRACE = os.path.join(ROOT, "docs", "fidelity-data", "step_trace.json.gz")
 
-
-#: A decode loop: its bound is a parameter of the step, so its trip count cannot be read.
-DECODE = """HloModule decode, num_partitions=8
-
-%body (s: (s32[], s32[], f32[64])) -> (s32[], s32[], f32[64]) {
-  %s = (s32[], s32[], f32[64]{0}) parameter(0)
-  %i = s32[] get-tuple-element(%s), index=0
-  %one = s32[] constant(1)
-  %next = s32[] add(%i, %one)
-  %n = s32[] get-tuple-element(%s), index=1
-  %v = f32[64]{0} get-tuple-element(%s), index=2
-  %e = f32[64]{0} exponential(%v)
-  ROOT %r = (s32[], s32[], f32[64]{0}) tuple(%next, %n, %e)
-}
-
-%cond (s: (s32[], s32[], f32[64])) -> pred[] {
-  %s = (s32[], s32[], f32[64]{0}) parameter(0)
-  %i = s32[] get-tuple-element(%s), index=0
-  %n = s32[] get-tuple-element(%s), index=1
-  ROOT %lt = pred[] compare(%i, %n), direction=LT
-}
-
-ENTRY %main (n: s32[], x: f32[64]) -> (s32[], s32[], f32[64]) {
-  %n = s32[] parameter(0)
-  %x = f32[64]{0} parameter(1)
-  %zero = s32[] constant(0)
-  %init = (s32[], s32[], f32[64]{0}) tuple(%zero, %n, %x)
-  ROOT %decode = (s32[], s32[], f32[64]{0}) while(%init), condition=%cond, body=%body
-}
-"""
-
-#: An unbounded dimension (StableHLO's unbounded dynamism): no size, no cost.
-UNBOUNDED = """HloModule unbounded
-
-ENTRY %main (a: f32[?,1024]) -> f32[?,1024] {
-  %a = f32[?,1024]{1,0} parameter(0)
-  ROOT %e = f32[?,1024]{1,0} exponential(%a)
-}
-"""
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
@@ -152,37 +116,30 @@ class Engine(unittest.TestCase):
 
     def test_loop_and_shape_options_are_the_command_lines(self):
         # A decode loop whose bound is a parameter of the step, and an unbounded dimension.
-        with tempfile.TemporaryDirectory() as d:
-            decode = os.path.join(d, "decode.hlo")
-            with open(decode, "w") as f:
-                f.write(DECODE)
-            with self.assertRaises(ValueError) as e:
-                concerto.import_graph(decode)
-            self.assertIn("--unknown-trip-count", str(e.exception))
-            g = concerto.import_graph(decode, unknown_trip_count=3)
-            cli_g = cli_json("import", decode, "--unknown-trip-count", "3", "--json")
-            self.assertEqual(len(g["ops"]), cli_g["ops"])
-            self.assertEqual(len(g["warnings"]), 1)
-            self.assertIn("counted as 3 iteration(s)", g["warnings"][0])
-            once = concerto.import_graph(decode, unknown_trip_count=3, trip_counts={"decode": 1})
-            self.assertLess(len(once["ops"]), len(g["ops"]))
-            self.assertEqual(once["warnings"], [])
-            r = concerto.optimize(decode, work_limit=2000, unknown_trip_count=3)
-            theirs = cli_json("optimize", decode, "--work-limit", "2000", "--unknown-trip-count", "3", "--json")
-            self.assertEqual(timeless(json.loads(r.to_json())), timeless(theirs))
-            unbounded = os.path.join(d, "unbounded.hlo")
-            with open(unbounded, "w") as f:
-                f.write(UNBOUNDED)
-            with self.assertRaises(ValueError) as e:
-                concerto.import_graph(unbounded)
-            self.assertIn("--unbounded-dim-size", str(e.exception))
-            small = concerto.simulate(unbounded, concerto.optimize(unbounded, unbounded_dim_size=8,
-                                                                   work_limit=100).plan,
-                                      unbounded_dim_size=8)  # fmt: skip
-            big = concerto.simulate(unbounded, concerto.optimize(unbounded, unbounded_dim_size=4096,
-                                                                 work_limit=100).plan,
-                                    unbounded_dim_size=4096)  # fmt: skip
-            self.assertLess(small["peak_memory_bytes"], big["peak_memory_bytes"])
+        with self.assertRaises(ValueError) as e:
+            concerto.import_graph(DECODE)
+        self.assertIn("--unknown-trip-count", str(e.exception))
+        g = concerto.import_graph(DECODE, unknown_trip_count=3)
+        cli_g = cli_json("import", DECODE, "--unknown-trip-count", "3", "--json")
+        self.assertEqual(len(g["ops"]), cli_g["ops"])
+        self.assertEqual(len(g["warnings"]), 1)
+        self.assertIn("counted as 3 iteration(s)", g["warnings"][0])
+        once = concerto.import_graph(DECODE, unknown_trip_count=3, trip_counts={"decode": 1})
+        self.assertLess(len(once["ops"]), len(g["ops"]))
+        self.assertEqual(once["warnings"], [])
+        r = concerto.optimize(DECODE, work_limit=2000, unknown_trip_count=3)
+        theirs = cli_json("optimize", DECODE, "--work-limit", "2000", "--unknown-trip-count", "3", "--json")
+        self.assertEqual(timeless(json.loads(r.to_json())), timeless(theirs))
+        with self.assertRaises(ValueError) as e:
+            concerto.import_graph(UNBOUNDED)
+        self.assertIn("--unbounded-dim-size", str(e.exception))
+        small = concerto.simulate(UNBOUNDED, concerto.optimize(UNBOUNDED, unbounded_dim_size=8,
+                                                               work_limit=100).plan,
+                                  unbounded_dim_size=8)  # fmt: skip
+        big = concerto.simulate(UNBOUNDED, concerto.optimize(UNBOUNDED, unbounded_dim_size=4096,
+                                                             work_limit=100).plan,
+                                unbounded_dim_size=4096)  # fmt: skip
+        self.assertLess(small["peak_memory_bytes"], big["peak_memory_bytes"])
         with self.assertRaises(ValueError) as e:
             concerto.import_graph(TRACE, unknown_trip_count=1)
         self.assertIn("apply to the while loops of an HLO module", str(e.exception))
