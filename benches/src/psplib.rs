@@ -338,6 +338,10 @@ pub struct PsplibJson<'a> {
     /// The summary.
     #[serde(flatten)]
     pub summary: &'a PsplibSummary,
+    /// Other solvers' runs beside this one's proofs (`--reference-runs`; absent from the
+    /// JSON when not asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_runs: Option<&'a ReferenceRuns>,
 }
 
 impl PsplibSummary {
