@@ -5,7 +5,8 @@
 //!
 //! - [`psplib`]: solve a set of PSPLIB instances with one solver, check every schedule with
 //!   [`concerto_rcpsp::check`], and compare each result with a reference table of best known
-//!   bounds; a result that contradicts the reference is reported as such.
+//!   bounds; a result that contradicts the reference is reported as such. [`psplib::peers`]
+//!   counts other solvers' published proofs on the same instances within the same time.
 //! - [`scale`]: the odd-even driver ([`concerto_rcpsp::OddEven`]) on generated training steps
 //!   of growing size, against the plain heuristic given the same wall time.
 //! - [`graphs`]: every scheduler on model x parallelism configurations and given graphs.

@@ -10,6 +10,10 @@
 //! makespan, or a critical path other than the reference's is a [`Finding`]. An instance that
 //! cannot be read or solved becomes a row with status `error`, and the bench goes on.
 //!
+//! Beside the reference bounds, [`peers`] reads a table of other solvers' published runs
+//! (`data/psplib/reference/solvers_j30_j60.csv.gz`) and counts how many of the instances a
+//! bench ran each of them proved optimal within the bench's time limit.
+//!
 //! Instances run `jobs` at a time on scoped threads, each solve with `limits.threads`
 //! threads; rows come back in instance order. Cost: one solve per instance (bounded by the
 //! time limit), plus O(activities + precedences) for the bound and the check.
@@ -27,7 +31,9 @@ use crate::shard::Shard;
 use crate::{pct_above, BenchError};
 use concerto_pipeline::progress::Progress;
 
+pub mod peers;
 mod shards;
+pub use peers::ReferenceRuns;
 pub use shards::{shard_file, Psplib, PsplibMerged, PsplibShardConfig, WindowSettings};
 
 /// What to solve, against which reference, under which limits.
@@ -332,6 +338,10 @@ pub struct PsplibJson<'a> {
     /// The summary.
     #[serde(flatten)]
     pub summary: &'a PsplibSummary,
+    /// Other solvers' runs beside this one's proofs (`--reference-runs`; absent from the
+    /// JSON when not asked for).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_runs: Option<&'a ReferenceRuns>,
 }
 
 impl PsplibSummary {

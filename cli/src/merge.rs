@@ -34,10 +34,10 @@ pub(crate) fn run(args: &MergeArgs) -> Result<(), Failure> {
         Psplib::NAME => {
             let m = files.merge::<Psplib>()?;
             let json = match args.json {
-                true => Some(psplib_bench::summary_json(&m.config.run, &m.report)?),
+                true => Some(psplib_bench::summary_json(&m.config.run, &m.report, None)?),
                 false => None,
             };
-            psplib_bench::finish(&m.config.run, &m.config.reference, &m.report, json)
+            psplib_bench::finish(&m.config.run, &m.config.reference, &m.report, None, json)
         }
         Graphs::NAME => {
             let m = files.merge::<Graphs>()?;

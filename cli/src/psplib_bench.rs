@@ -8,8 +8,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
+use concerto_benches::psplib::peers::{self, OwnSettings};
 use concerto_benches::psplib::{
     self, PsplibConfig, PsplibJson, PsplibReport, PsplibRow, PsplibRun, PsplibShardConfig,
+    ReferenceRuns,
 };
 use concerto_benches::shard::Shard;
 use concerto_rcpsp::Limits;
@@ -72,6 +74,18 @@ pub(crate) struct PsplibArgs {
     /// the unsharded summary.
     #[arg(long, value_name = "I/N")]
     shard: Option<Shard>,
+    /// After the run, print how many of its instances other solvers' published runs proved
+    /// optimal within this run's `--time-limit` (and within their own, longer limits), beside
+    /// this run's own count, from the table of `--reference-runs-csv`; with `--json`, under
+    /// `reference_runs`. Counted on the instances this run solved.
+    #[arg(long, conflicts_with = "shard")]
+    reference_runs: bool,
+    /// The table of other solvers' runs for `--reference-runs`
+    /// (`solver,version,run,set,instance,status,...,time_s,time_limit_s,workers,hardware`,
+    /// gzipped or not). Default: `reference/solvers_j30_j60.csv.gz` beside the instances'
+    /// directory (`data/psplib/reference/solvers_j30_j60.csv.gz`).
+    #[arg(long, value_name = "CSV", requires = "reference_runs")]
+    reference_runs_csv: Option<PathBuf>,
     #[command(flatten)]
     windows: WindowArgs,
 }
@@ -137,6 +151,30 @@ fn default_reference(dir: &Path) -> anyhow::Result<PathBuf> {
         })
 }
 
+/// The table of other solvers' runs beside `dir`: `reference/solvers_j30_j60.csv.gz` in
+/// `dir`'s parent, as [`default_reference`] finds the bounds; an error naming it when it is
+/// not there.
+fn default_reference_runs(dir: &Path) -> anyhow::Result<PathBuf> {
+    // Relative stays relative (the table prints the path), unless `dir` has no parent to name.
+    let dir = match dir.parent() {
+        Some(p) if !p.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => std::path::absolute(dir).with_context(|| format!("--dir {}", dir.display()))?,
+    };
+    let path = dir
+        .parent()
+        .unwrap_or(&dir)
+        .join("reference")
+        .join("solvers_j30_j60.csv.gz");
+    anyhow::ensure!(
+        path.is_file(),
+        "bench psplib: no table of other solvers' runs for {} (tried {}): pass \
+         --reference-runs-csv CSV",
+        dir.display(),
+        path.display()
+    );
+    Ok(path)
+}
+
 pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
     let dir = match &args.dir {
         Some(dir) => dir.clone(),
@@ -148,6 +186,16 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
     };
     let instances = psplib::list_instances(&dir, args.only.as_deref(), args.limit)?;
     let reference = psplib::read_reference(&reference_path)?;
+    // Read before the run, so that a bad table stops it before hours of solving.
+    let peer_runs = match (args.reference_runs, &args.reference_runs_csv) {
+        (false, _) => None,
+        (true, Some(path)) => Some((path.clone(), peers::read_peers(path)?)),
+        (true, None) => {
+            let path = default_reference_runs(&dir)?;
+            let rows = peers::read_peers(&path)?;
+            Some((path, rows))
+        }
+    };
     if args.jobs == 0 {
         return Err(anyhow::anyhow!("--jobs must be at least 1").into());
     }
@@ -186,10 +234,23 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
         jobs: args.jobs,
         threads,
     };
+    let reference_runs = peer_runs.map(|(path, rows)| {
+        peers::reference_runs(
+            &rows,
+            &report.rows,
+            OwnSettings {
+                solver: &args.solver,
+                version: concat!("concerto ", env!("CARGO_PKG_VERSION")),
+                threads,
+                time_limit_s: args.time_limit,
+            },
+            &path.display().to_string(),
+        )
+    });
     let reference = reference_path.display().to_string();
     let json = match (args.json, args.shard) {
         (false, _) => None,
-        (true, None) => Some(summary_json(&run, &report)?),
+        (true, None) => Some(summary_json(&run, &report, reference_runs.as_ref())?),
         (true, Some(shard)) => {
             let shard_config = PsplibShardConfig {
                 run: run.clone(),
@@ -202,24 +263,32 @@ pub(crate) fn run(args: &PsplibArgs) -> Result<(), Failure> {
             Some(serde_json::to_string(&file)?)
         }
     };
-    finish(&run, &reference, &report, json)
+    finish(&run, &reference, &report, reference_runs.as_ref(), json)
 }
 
-/// The JSON of the summary: the run's settings, then the summary's keys.
-pub(crate) fn summary_json(run: &PsplibRun, report: &PsplibReport) -> anyhow::Result<String> {
+/// The JSON of the summary: the run's settings, then the summary's keys, then
+/// `reference_runs` when given.
+pub(crate) fn summary_json(
+    run: &PsplibRun,
+    report: &PsplibReport,
+    reference_runs: Option<&ReferenceRuns>,
+) -> anyhow::Result<String> {
     Ok(serde_json::to_string(&PsplibJson {
         run,
         summary: &report.summary,
+        reference_runs,
     })?)
 }
 
 /// What a run (or a merge of its shards) reports: a warning for the instances without a
 /// reference row and a line per result with findings, to standard error; then `json` when
-/// given, else the table; exit 1 when the bench does not pass.
+/// given, else the table (and the table of other solvers' runs when given); exit 1 when the
+/// bench does not pass.
 pub(crate) fn finish(
     run: &PsplibRun,
     reference: &str,
     report: &PsplibReport,
+    reference_runs: Option<&ReferenceRuns>,
     json: Option<String>,
 ) -> Result<(), Failure> {
     let missing_reference = report.missing_reference();
@@ -233,7 +302,12 @@ pub(crate) fn finish(
     }
     match json {
         Some(json) => println!("{json}"),
-        None => print!("{}", report.summary.table(&run.solver)),
+        None => {
+            print!("{}", report.summary.table(&run.solver));
+            if let Some(r) = reference_runs {
+                print!("\n{}", r.table());
+            }
+        }
     }
     if !report.summary.passed() {
         return Err(Failure::Rejected);

@@ -321,6 +321,187 @@ fn bench_checks_every_schedule_against_the_reference() {
     assert!(stderr(&o).contains("j301_1"), "{}", stderr(&o));
 }
 
+/// One run of the repository's table of other solvers' runs, read by [`peer_lines`].
+struct PeerLines {
+    solver: String,
+    run: String,
+    limit: f64,
+    /// (status, seconds) on the instances asked for.
+    rows: Vec<(String, f64)>,
+}
+
+/// The repository's table of other solvers' runs, read here on its own (not through the
+/// bench's parser): for each run, its solver, limit and the lines of `instances`.
+fn peer_lines(instances: &[&str]) -> Vec<PeerLines> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../data/psplib/reference/solvers_j30_j60.csv.gz"
+    );
+    let mut text = String::new();
+    std::io::Read::read_to_string(
+        &mut flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()),
+        &mut text,
+    )
+    .unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let col = |name: &str| header.iter().position(|c| *c == name).unwrap();
+    let (solver, run, instance, status, time, limit) = (
+        col("solver"),
+        col("run"),
+        col("instance"),
+        col("status"),
+        col("time_s"),
+        col("time_limit_s"),
+    );
+    let mut runs: Vec<PeerLines> = Vec::new();
+    for line in lines {
+        let cells: Vec<&str> = line.split(',').collect();
+        if !instances.contains(&cells[instance]) {
+            continue;
+        }
+        let k = match runs.iter().position(|r| r.run == cells[run]) {
+            Some(k) => k,
+            None => {
+                runs.push(PeerLines {
+                    solver: cells[solver].into(),
+                    run: cells[run].into(),
+                    limit: cells[limit].parse().unwrap(),
+                    rows: Vec::new(),
+                });
+                runs.len() - 1
+            }
+        };
+        runs[k]
+            .rows
+            .push((cells[status].into(), cells[time].parse().unwrap()));
+    }
+    runs
+}
+
+/// Proofs among `rows` (status, seconds) within `limit` seconds: `Optimal` (CP-SAT) and
+/// `Optimum` (OptalCP) are proofs, `Feasible` and `Solution` are not.
+fn proven(rows: &[(String, f64)], limit: f64) -> usize {
+    rows.iter()
+        .filter(|(s, t)| (s == "Optimal" || s == "Optimum") && *t <= limit)
+        .count()
+}
+
+/// `--reference-runs` counts the peers of the repository's table on the instances the bench
+/// ran (ten of j30 here), within its 1 s limit and within their own; a work-limited run
+/// gets the own-limit counts and says there is no same-time comparison; a malformed table is
+/// an error naming its file and line, before any solve.
+#[test]
+fn bench_psplib_reference_runs_counts_the_peers_on_the_same_instances() {
+    let ten: Vec<String> = (1..=10).map(|k| format!("j3013_{k}")).collect();
+    let ten: Vec<&str> = ten.iter().map(String::as_str).collect();
+    let peers = peer_lines(&ten);
+    assert_eq!(peers.len(), 2, "CP-SAT and OptalCP");
+    let v = common::json(&[
+        "bench",
+        "psplib",
+        "--solver",
+        "sgs",
+        "--time-limit",
+        "1",
+        "--jobs",
+        "2",
+        "--threads",
+        "1",
+        "--only",
+        "j3013_*.sm",
+        "--reference-runs",
+        "--json",
+    ]);
+    assert_eq!(v["instances"], 10);
+    let r = &v["reference_runs"];
+    assert_eq!(r["time_limit_s"], 1.0);
+    assert_eq!(r["instances"], 10);
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), peers.len(), "{r}");
+    for PeerLines {
+        solver,
+        run,
+        limit,
+        rows,
+    } in &peers
+    {
+        let got = runs.iter().find(|g| g["run"] == run.as_str()).unwrap();
+        assert_eq!(got["solver"], solver.as_str());
+        assert_eq!(got["set"], "j30");
+        assert_eq!(got["instances"], 10);
+        assert_eq!(got["set_instances"], 480);
+        assert_eq!(got["proven_within_time_limit"], proven(rows, 1.0), "{run}");
+        assert_eq!(
+            got["proven_within_own_limit"],
+            proven(rows, *limit),
+            "{run}"
+        );
+    }
+    let own = &r["concerto"][0];
+    assert_eq!(
+        (own["set"].as_str(), own["threads"].as_u64()),
+        (Some("j30"), Some(1))
+    );
+    assert_eq!(own["proven"], v["proven_optimal"]);
+
+    // The table, with a work limit: the peers within their own limits only.
+    let two = ["j3013_1", "j3013_10"];
+    let peers = peer_lines(&two);
+    let o = concerto(&[
+        "bench",
+        "psplib",
+        "--solver",
+        "sgs",
+        "--work-limit",
+        "20",
+        "--only",
+        "j3013_1*.sm",
+        "--reference-runs",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    for PeerLines {
+        solver,
+        limit,
+        rows,
+        ..
+    } in &peers
+    {
+        let line = text
+            .lines()
+            .find(|l| l.contains(solver.as_str()))
+            .unwrap_or_else(|| panic!("no row of {solver} in:\n{text}"));
+        let count = format!("{} within {limit} s", proven(rows, *limit));
+        assert!(line.contains(&count), "`{count}` not in `{line}`");
+    }
+    assert!(text.contains("no same-time comparison"), "{text}");
+    assert!(text.contains("This run solved a subset"), "{text}");
+
+    let dir = scratch("reference-runs");
+    let bad = dir.join("peers.csv");
+    std::fs::write(
+        &bad,
+        "solver,version,run,set,instance,status,makespan,lower_bound,time_s,time_limit_s,workers,hardware\n\
+         A,1,a,j30,j301_1,Optimal,43,43,0.1,10,1,x\n\
+         A,1,a,j30,j301_2,Optimal,47,47,fast,10,1,x\n",
+    )
+    .unwrap();
+    let o = concerto(&[
+        "bench",
+        "psplib",
+        "--only",
+        "j301_1.sm",
+        "--reference-runs",
+        "--reference-runs-csv",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{}", stdout(&o));
+    let err = stderr(&o);
+    assert!(err.contains(&format!("{}:3:", bad.display())), "{err}");
+    assert_eq!(stdout(&o), "", "no run before the table is read");
+}
+
 #[test]
 fn bench_scale_json_keeps_its_keys_and_stays_quiet() {
     let o = concerto(&[

@@ -152,7 +152,12 @@ mod tests {
             window: None,
         };
         let json = |summary: &PsplibSummary| {
-            serde_json::to_string(&PsplibJson { run: &run, summary }).unwrap()
+            serde_json::to_string(&PsplibJson {
+                run: &run,
+                summary,
+                reference_runs: None,
+            })
+            .unwrap()
         };
         let unsharded = json(&PsplibSummary::of(&rows));
         let files: Vec<_> = (0..4)
