@@ -15,30 +15,12 @@
 //! Concerto's own row counts its rows the same way: status `optimal` within `T`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
-
-use concerto_rcpsp::ReadError;
 
 use super::PsplibRow;
-use crate::BenchError;
 
 /// The statuses that mean a run proved its makespan optimal, compared without regard to case:
 /// OR-Tools CP-SAT writes `Optimal`, OptalCP `Optimum`.
 pub const PROVEN: [&str; 2] = ["Optimal", "Optimum"];
-
-/// The columns [`parse_peers`] requires in the header.
-const COLUMNS: [&str; 10] = [
-    "solver",
-    "version",
-    "run",
-    "set",
-    "instance",
-    "status",
-    "time_s",
-    "time_limit_s",
-    "workers",
-    "hardware",
-];
 
 /// One row of the table: one peer run on one instance.
 #[derive(Clone, Debug, PartialEq)]
@@ -79,230 +61,11 @@ impl PeerResult {
     }
 }
 
-/// Parses a table of peer runs (see the module docs) in file order. Every row must have a
-/// cell for each column of the header (double-quoted cells may hold commas), numbers where
-/// numbers go (`time_s` at least 0, `time_limit_s` above 0, `workers` a count), one row per
-/// run and instance, and the same solver, version, time limit, workers and hardware on every
-/// row of a run. An error names `file`, the line and the column. Cost: O(size of the text).
-pub fn parse_peers(text: &str, file: &str) -> Result<Vec<PeerResult>, ReadError> {
-    let syntax = |line: usize, column: usize, expected: String, found: String| ReadError::Syntax {
-        file: file.to_owned(),
-        line,
-        column,
-        expected,
-        found,
-    };
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l))
-        .filter(|(_, l)| !l.trim().is_empty());
-    let Some((header_line, header)) = lines.next() else {
-        return Err(syntax(1, 1, "a header line".into(), "an empty file".into()));
-    };
-    let names: Vec<String> = split_cells(header)
-        .map_err(|column| {
-            syntax(
-                header_line,
-                column,
-                "a closing quote".into(),
-                "end of line".into(),
-            )
-        })?
-        .into_iter()
-        .map(|(_, cell)| cell)
-        .collect();
-    let mut index = [0; COLUMNS.len()];
-    for (k, name) in COLUMNS.iter().enumerate() {
-        index[k] = names.iter().position(|c| c == name).ok_or_else(|| {
-            syntax(
-                header_line,
-                1,
-                format!("a column `{name}` in the header"),
-                format!("`{header}`"),
-            )
-        })?;
-    }
-    let [c_solver, c_version, c_run, c_set, c_instance, c_status, c_time, c_limit, c_workers, c_hardware] =
-        index;
-    let mut rows: Vec<PeerResult> = Vec::new();
-    // The first row of each run, and the line of each (run, instance).
-    let mut runs: BTreeMap<String, usize> = BTreeMap::new();
-    let mut seen: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for (line, text) in lines {
-        let cells = split_cells(text).map_err(|column| {
-            syntax(line, column, "a closing quote".into(), "end of line".into())
-        })?;
-        if cells.len() != names.len() {
-            return Err(syntax(
-                line,
-                cells.last().map_or(1, |(c, _)| *c),
-                format!("{} cells, as in the header", names.len()),
-                format!("{}", cells.len()),
-            ));
-        }
-        let text_of = |c: usize| cells[c].1.clone();
-        let number = |c: usize, what: &str, ok: fn(f64) -> bool| -> Result<f64, ReadError> {
-            let (column, cell) = &cells[c];
-            cell.parse::<f64>()
-                .ok()
-                .filter(|v| v.is_finite() && ok(*v))
-                .ok_or_else(|| syntax(line, *column, what.into(), format!("`{cell}`")))
-        };
-        let workers = {
-            let (column, cell) = &cells[c_workers];
-            cell.parse::<usize>().map_err(|_| {
-                syntax(
-                    line,
-                    *column,
-                    "a count of workers".into(),
-                    format!("`{cell}`"),
-                )
-            })?
-        };
-        let row = PeerResult {
-            solver: text_of(c_solver),
-            version: text_of(c_version),
-            run: text_of(c_run),
-            set: text_of(c_set),
-            instance: text_of(c_instance),
-            status: text_of(c_status),
-            time_s: number(c_time, "seconds (0 or more) for `time_s`", |v| v >= 0.0)?,
-            time_limit_s: number(c_limit, "seconds (more than 0) for `time_limit_s`", |v| {
-                v > 0.0
-            })?,
-            workers,
-            hardware: text_of(c_hardware),
-            line,
-        };
-        for (c, what) in [(c_run, "a run name"), (c_instance, "an instance name")] {
-            if cells[c].1.is_empty() {
-                return Err(syntax(
-                    line,
-                    cells[c].0,
-                    what.into(),
-                    "an empty cell".into(),
-                ));
-            }
-        }
-        if let Some(first) = seen.insert((row.run.clone(), row.instance.clone()), line) {
-            return Err(syntax(
-                line,
-                cells[c_instance].0,
-                format!("one row per run and instance (run `{}`)", row.run),
-                format!("`{}` again, first on line {first}", row.instance),
-            ));
-        }
-        match runs.get(&row.run) {
-            None => {
-                runs.insert(row.run.clone(), rows.len());
-            }
-            Some(&k) => {
-                let first = &rows[k];
-                let differs = [
-                    (c_solver, "solver", first.solver != row.solver),
-                    (c_version, "version", first.version != row.version),
-                    (
-                        c_limit,
-                        "time_limit_s",
-                        first.time_limit_s != row.time_limit_s,
-                    ),
-                    (c_workers, "workers", first.workers != row.workers),
-                    (c_hardware, "hardware", first.hardware != row.hardware),
-                ];
-                if let Some((c, what, _)) = differs.iter().find(|d| d.2) {
-                    return Err(syntax(
-                        line,
-                        cells[*c].0,
-                        format!(
-                            "the `{what}` of run `{}` on line {}, `{}`",
-                            row.run,
-                            first.line,
-                            text_at(first, what)
-                        ),
-                        format!("`{}`", cells[*c].1),
-                    ));
-                }
-            }
-        }
-        rows.push(row);
-    }
-    Ok(rows)
-}
+mod read;
+#[cfg(test)]
+mod tests;
 
-/// The cell of `row` under column `what`, as text (for an error message).
-fn text_at(row: &PeerResult, what: &str) -> String {
-    match what {
-        "solver" => row.solver.clone(),
-        "version" => row.version.clone(),
-        "time_limit_s" => row.time_limit_s.to_string(),
-        "workers" => row.workers.to_string(),
-        _ => row.hardware.clone(),
-    }
-}
-
-/// The cells of a CSV line with their 1-based columns, trimmed; a cell in double quotes may
-/// hold commas (and `""` for a quote). `Err(column)` where a quote is not closed.
-fn split_cells(line: &str) -> Result<Vec<(usize, String)>, usize> {
-    let mut cells = Vec::new();
-    let mut cell = String::new();
-    let mut start = 1;
-    let mut quoted: Option<usize> = None;
-    let mut chars = line.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        match (quoted, c) {
-            (Some(_), '"') if chars.peek().is_some_and(|&(_, d)| d == '"') => {
-                cell.push('"');
-                chars.next();
-            }
-            (Some(_), '"') => quoted = None,
-            (Some(_), c) => cell.push(c),
-            (None, '"') if cell.trim().is_empty() => {
-                cell.clear();
-                quoted = Some(i + 1);
-            }
-            (None, ',') => {
-                cells.push((start, std::mem::take(&mut cell).trim().to_owned()));
-                start = i + 2;
-            }
-            (None, c) => cell.push(c),
-        }
-    }
-    if let Some(column) = quoted {
-        return Err(column);
-    }
-    cells.push((start, cell.trim().to_owned()));
-    Ok(cells)
-}
-
-/// Reads a table of peer runs (see [`parse_peers`]), gzipped or not (a file that starts with
-/// gzip's magic number is decompressed). An unreadable file is an error naming it. Cost:
-/// O(size of the file).
-pub fn read_peers(path: &Path) -> Result<Vec<PeerResult>, BenchError> {
-    let file = path.display().to_string();
-    let io = |source: std::io::Error| ReadError::Io {
-        file: file.clone(),
-        source,
-    };
-    let bytes = std::fs::read(path).map_err(io)?;
-    let text = if bytes.starts_with(&[0x1f, 0x8b]) {
-        let mut text = String::new();
-        std::io::Read::read_to_string(
-            &mut flate2::read::MultiGzDecoder::new(&bytes[..]),
-            &mut text,
-        )
-        .map_err(|e| io(std::io::Error::new(e.kind(), format!("gzip: {e}"))))?;
-        text
-    } else {
-        String::from_utf8(bytes).map_err(|e| {
-            io(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
-            ))
-        })?
-    };
-    Ok(parse_peers(&text, &file)?)
-}
+pub use read::{parse_peers, read_peers};
 
 /// One peer run on one set, counted on the instances of that set the bench ran.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -533,58 +296,12 @@ impl ReferenceRuns {
         let mut shorter = Vec::new();
         for own in &self.concerto {
             for r in self.runs.iter().filter(|r| r.set == own.set) {
-                let limit = format!("{} s", secs(r.time_limit_s));
-                let mut row = vec![
-                    r.set.clone(),
-                    r.solver.clone(),
-                    r.version.clone(),
-                    r.workers.to_string(),
-                    r.hardware.clone(),
-                    limit.clone(),
-                    r.instances.to_string(),
-                ];
-                let own_limit = format!("{} within {limit}", r.proven_within_own_limit);
-                match (self.time_limit_s, r.proven_within_time_limit) {
-                    (Some(t), Some(n)) => {
-                        row.push(n.to_string());
-                        if r.time_limit_s > t {
-                            row.push(own_limit);
-                        } else {
-                            row.push("-".into());
-                            if r.time_limit_s < t {
-                                shorter.push(format!("{} ({limit})", r.run));
-                            }
-                        }
-                    }
-                    _ => row.push(own_limit),
-                }
-                t.row(row);
+                t.row(self.peer_row(r, &mut shorter));
                 if r.instances < r.set_instances {
                     subset.push(format!("{} of {}", r.set_instances, r.run));
                 }
             }
-            let mut row = vec![
-                own.set.clone(),
-                own.solver.clone(),
-                own.version.clone(),
-                format!(
-                    "{} thread{}",
-                    own.threads,
-                    if own.threads == 1 { "" } else { "s" }
-                ),
-                own.hardware.clone(),
-                self.time_limit_s
-                    .map_or("none".into(), |t| format!("{} s", secs(t))),
-                own.instances.to_string(),
-            ];
-            match own.proven_within_time_limit {
-                Some(n) => {
-                    row.push(n.to_string());
-                    row.push("-".into());
-                }
-                None => row.push(format!("{} (work-limited)", own.proven)),
-            }
-            t.row(row);
+            t.row(self.own_row(own));
         }
         out.push_str(&t.render());
         if self.runs.is_empty() {
@@ -620,227 +337,60 @@ impl ReferenceRuns {
         ));
         out
     }
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    const HEADER: &str =
-        "solver,version,run,set,instance,status,makespan,lower_bound,time_s,time_limit_s,workers,hardware";
-
-    /// Two runs on three j30 instances and one j60 instance.
-    fn csv() -> String {
-        [
-            HEADER,
-            "A,1.0,a_8w,j30,j301_1,Optimal,43,43,0.5,900,8,cluster",
-            "A,1.0,a_8w,j30,j301_2,Optimal,47,47,12.0,900,8,cluster",
-            "A,1.0,a_8w,j30,j301_3,Feasible,50,48,900.3,900,8,cluster",
-            "A,1.0,a_8w,j60,j601_1,Optimal,77,77,3,900,8,cluster",
-            "B,\"0.9, beta\",b_4w,j30,j301_1,Optimum,43,43,10,600,4,Ryzen",
-            "B,\"0.9, beta\",b_4w,j30,j301_2,Solution,48,47,600,600,4,Ryzen",
-            "B,\"0.9, beta\",b_4w,j30,j301_3,Optimum,48,48,9.99,600,4,Ryzen",
-        ]
-        .join("\n")
-    }
-
-    fn row(instance: &str, status: &str, time_s: f64) -> PsplibRow {
-        PsplibRow {
-            instance: instance.into(),
-            jobs: 32,
-            status: status.into(),
-            makespan: Some(43),
-            lower_bound: Some(43),
-            critical_path: 40,
-            best_known: Some(43),
-            best_known_optimal: Some(true),
-            pct_above_best_known: Some(0.0),
-            pct_above_cpm: Some(7.5),
-            time_s,
-            checked: true,
-            findings: Vec::new(),
-        }
-    }
-
-    fn own(time_limit_s: Option<f64>) -> OwnSettings<'static> {
-        OwnSettings {
-            solver: "pumpkin",
-            version: "concerto 0.1.0",
-            threads: 2,
-            time_limit_s,
-        }
-    }
-
-    #[test]
-    fn parses_rows_with_quoted_cells() {
-        let peers = parse_peers(&csv(), "peers.csv").unwrap();
-        assert_eq!(peers.len(), 7);
-        assert_eq!(peers[4].version, "0.9, beta");
-        assert_eq!(peers[4].hardware, "Ryzen");
-        assert_eq!(peers[4].line, 6);
-        assert_eq!((peers[0].time_limit_s, peers[0].workers), (900.0, 8));
-    }
-
-    /// Within 10 s: A proves j301_1 (0.5 s), not j301_2 (12 s) nor the `Feasible` j301_3;
-    /// B proves j301_1 (10 s, at the limit) and j301_3 (9.99 s), not the `Solution` j301_2.
-    /// Within their own limits: A proves 2, B 2.
-    #[test]
-    fn counts_proofs_within_a_limit_and_the_runs_own() {
-        let peers = parse_peers(&csv(), "peers.csv").unwrap();
-        let rows = [
-            row("j301_1", "optimal", 0.1),
-            row("j301_2", "optimal", 10.5),
-            row("j301_3", "feasible", 10.0),
+    /// A peer run's row; a run that stopped before the bench's limit is added to `shorter`.
+    fn peer_row(&self, r: &PeerRun, shorter: &mut Vec<String>) -> Vec<String> {
+        let limit = format!("{} s", secs(r.time_limit_s));
+        let mut row = vec![
+            r.set.clone(),
+            r.solver.clone(),
+            r.version.clone(),
+            r.workers.to_string(),
+            r.hardware.clone(),
+            limit.clone(),
+            r.instances.to_string(),
         ];
-        let r = reference_runs(&peers, &rows, own(Some(10.0)), "peers.csv");
-        let counts: Vec<_> = r
-            .runs
-            .iter()
-            .map(|p| {
-                (
-                    p.run.as_str(),
-                    p.set.as_str(),
-                    p.instances,
-                    p.proven_within_time_limit,
-                    p.proven_within_own_limit,
-                )
-            })
-            .collect();
-        assert_eq!(
-            counts,
-            [
-                ("a_8w", "j30", 3, Some(1), 2),
-                ("b_4w", "j30", 3, Some(2), 2)
-            ]
-        );
-        assert_eq!(r.concerto.len(), 1);
-        // j301_2 is optimal, but after 10 s: not within the limit.
-        assert_eq!(r.concerto[0].proven_within_time_limit, Some(1));
-        assert_eq!((r.concerto[0].instances, r.concerto[0].proven), (3, 2));
-        let table = r.table();
-        assert!(table.contains("Proven optimal within 10 s"), "{table}");
-        assert!(table.contains("2 within 900 s"), "{table}");
-        assert!(!table.contains("subset"), "{table}");
-    }
-
-    /// A bench of two instances counts the peers on those two only, and says so.
-    #[test]
-    fn counts_only_the_instances_the_bench_ran() {
-        let peers = parse_peers(&csv(), "peers.csv").unwrap();
-        let rows = [row("j301_2", "optimal", 1.0), row("j301_3", "optimal", 1.0)];
-        let r = reference_runs(&peers, &rows, own(Some(10.0)), "peers.csv");
-        let b = r.runs.iter().find(|p| p.run == "b_4w").unwrap();
-        assert_eq!((b.instances, b.set_instances), (2, 3));
-        assert_eq!(
-            (b.proven_within_time_limit, b.proven_within_own_limit),
-            (Some(1), 1)
-        );
-        let a = r.runs.iter().find(|p| p.run == "a_8w").unwrap();
-        assert_eq!(
-            (a.instances, a.set_instances, a.proven_within_time_limit),
-            (2, 3, Some(0))
-        );
-        assert!(
-            r.table().contains("This run solved a subset"),
-            "{}",
-            r.table()
-        );
-        // The j60 row of `a_8w` is of no instance the bench ran.
-        assert!(r.runs.iter().all(|p| p.set == "j30"));
-    }
-
-    /// Without a time limit, the peers are counted within their own limits only.
-    #[test]
-    fn a_work_limited_run_has_no_same_time_count() {
-        let peers = parse_peers(&csv(), "peers.csv").unwrap();
-        let rows = [
-            row("j301_1", "optimal", 30.0),
-            row("j601_1", "feasible", 1.0),
-        ];
-        let r = reference_runs(&peers, &rows, own(None), "peers.csv");
-        assert!(r.runs.iter().all(|p| p.proven_within_time_limit.is_none()));
-        let sets: Vec<_> = r
-            .concerto
-            .iter()
-            .map(|o| (o.set.as_str(), o.proven))
-            .collect();
-        assert_eq!(sets, [("j30", 1), ("j60", 0)]);
-        let table = r.table();
-        assert!(table.contains("no same-time comparison"), "{table}");
-        assert!(table.contains("1 (work-limited)"), "{table}");
-    }
-
-    #[test]
-    fn only_proofs_count() {
-        let mut p = parse_peers(&csv(), "peers.csv").unwrap().remove(0);
-        for (status, proven) in [
-            ("Optimal", true),
-            ("optimum", true),
-            ("Feasible", false),
-            ("Solution", false),
-            ("Unknown", false),
-            ("Infeasible", false),
-        ] {
-            p.status = status.into();
-            assert_eq!(p.is_proven(), proven, "{status}");
+        let own_limit = format!("{} within {limit}", r.proven_within_own_limit);
+        match (self.time_limit_s, r.proven_within_time_limit) {
+            (Some(t), Some(n)) => {
+                row.push(n.to_string());
+                if r.time_limit_s > t {
+                    row.push(own_limit);
+                } else {
+                    row.push("-".into());
+                    if r.time_limit_s < t {
+                        shorter.push(format!("{} ({limit})", r.run));
+                    }
+                }
+            }
+            _ => row.push(own_limit),
         }
-        p.status = "Optimal".into();
-        assert!(p.proven_within(0.5) && !p.proven_within(0.49));
+        row
     }
 
-    #[test]
-    fn a_malformed_line_is_an_error_naming_it() {
-        let bad = |from: &str, to: &str| {
-            let text = csv().replacen(from, to, 1);
-            parse_peers(&text, "peers.csv").unwrap_err().to_string()
-        };
-        let e = bad("12.0,900", "soon,900");
-        assert!(e.starts_with("peers.csv:3:"), "{e}");
-        assert!(e.contains("`time_s`") && e.contains("`soon`"), "{e}");
-        let e = bad("0.5,900,8,cluster", "0.5,900,8");
-        assert!(e.starts_with("peers.csv:2:"), "{e}");
-        assert!(e.contains("12 cells"), "{e}");
-        let e = bad("9.99,600,4", "9.99,600,four");
-        assert!(e.starts_with("peers.csv:8:") && e.contains("`four`"), "{e}");
-        let e = bad("j301_2,Solution", "j301_1,Solution");
-        assert!(
-            e.starts_with("peers.csv:7:") && e.contains("first on line 6"),
-            "{e}"
-        );
-        let e = bad("12.0,900,8", "12.0,300,8");
-        assert!(
-            e.starts_with("peers.csv:3:") && e.contains("time_limit_s"),
-            "{e}"
-        );
-        let e = bad(
-            ",\"0.9, beta\",b_4w,j30,j301_3",
-            ",\"0.9, beta,b_4w,j30,j301_3",
-        );
-        assert!(
-            e.starts_with("peers.csv:8:") && e.contains("closing quote"),
-            "{e}"
-        );
-        let e = bad("time_limit_s", "limit_s");
-        assert!(
-            e.starts_with("peers.csv:1:") && e.contains("`time_limit_s`"),
-            "{e}"
-        );
-        let e = parse_peers("\n", "peers.csv").unwrap_err().to_string();
-        assert!(e.starts_with("peers.csv:1:1:"), "{e}");
-    }
-
-    #[test]
-    fn reads_gzipped_and_names_a_missing_file() {
-        let dir = std::env::temp_dir().join(format!("concerto-peers-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("peers.csv.gz");
-        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-        std::io::Write::write_all(&mut gz, csv().as_bytes()).unwrap();
-        std::fs::write(&path, gz.finish().unwrap()).unwrap();
-        assert_eq!(read_peers(&path).unwrap().len(), 7);
-        let missing = dir.join("none.csv.gz");
-        let e = read_peers(&missing).unwrap_err().to_string();
-        assert!(e.contains("none.csv.gz"), "{e}");
-        std::fs::remove_dir_all(&dir).unwrap();
+    /// The bench's own row for a set.
+    fn own_row(&self, own: &OwnRun) -> Vec<String> {
+        let mut row = vec![
+            own.set.clone(),
+            own.solver.clone(),
+            own.version.clone(),
+            format!(
+                "{} thread{}",
+                own.threads,
+                if own.threads == 1 { "" } else { "s" }
+            ),
+            own.hardware.clone(),
+            self.time_limit_s
+                .map_or("none".into(), |t| format!("{} s", secs(t))),
+            own.instances.to_string(),
+        ];
+        match own.proven_within_time_limit {
+            Some(n) => {
+                row.push(n.to_string());
+                row.push("-".into());
+            }
+            None => row.push(format!("{} (work-limited)", own.proven)),
+        }
+        row
     }
 }
