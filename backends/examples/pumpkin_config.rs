@@ -9,7 +9,7 @@
 //!
 //! Flags (each optional, defaults from `PumpkinConfig::default()`): `--time-limit SECS`
 //! (default 30), `--seed N`, `--threads N` (a portfolio of N searches when 2 or more),
-//! `--portfolio BOOL`, `--edge-finding BOOL`, `--dual-probes BOOL`, `--dual-weight X`,
+//! `--portfolio BOOL`, `--edge-finding BOOL`, `--ttef BOOL`, `--dual-probes BOOL`, `--dual-weight X`,
 //! `--dual-growth BOOL`, `--first-slice N`, `--slice-growth X`, `--luby N`,
 //! `--search sst|vsids|vsids-sst`, `--direction forward|backward`, `--heuristic-schedules N`. Everything else is a file.
 
@@ -39,6 +39,7 @@ fn run() -> Result<(), String> {
             "--threads" => threads = value(&arg, args.next())?,
             "--portfolio" => config.portfolio = value(&arg, args.next())?,
             "--edge-finding" => config.edge_finding = value(&arg, args.next())?,
+            "--ttef" => config.ttef = value(&arg, args.next())?,
             "--dual-probes" => config.dual_probes = value(&arg, args.next())?,
             "--dual-weight" => config.dual_weight = value(&arg, args.next())?,
             "--dual-growth" => config.dual_growth = value(&arg, args.next())?,

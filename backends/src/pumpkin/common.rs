@@ -69,13 +69,15 @@ fn cumulative_options() -> pumpkin_propagators::cumulative::options::CumulativeO
 /// demand (time-table propagation with explanations, Schutt et al. 2011, options
 /// [`cumulative_options`]), `starts[a]` being activity `a`'s start; a resource whose total
 /// demand fits its capacity gets none.
+/// Returns the resources posted: their tasks (start, duration, demand) and capacity.
 /// [`SolveError::Unsupported`] when a total demand exceeds pumpkin's i32 arithmetic.
 pub(super) fn post_cumulatives(
     solver: &mut pumpkin_core::Solver,
     problem: &Problem,
     starts: &[DomainId],
     tag: pumpkin_core::proof::ConstraintTag,
-) -> Result<(), SolveError> {
+) -> Result<Vec<Posted>, SolveError> {
+    let mut posted = Vec::new();
     for (r, resource) in problem.resources().iter().enumerate() {
         let tasks: Vec<(DomainId, i32, u32)> = problem
             .ids()
@@ -85,7 +87,7 @@ pub(super) fn post_cumulatives(
                 (d > 0 && demand > 0).then(|| (starts[a.index()], small(d), demand))
             })
             .collect();
-        let total: u64 = tasks.iter().map(|t| u64::from(t.2)).sum();
+        let total: u64 = tasks.iter().map(|&(_, _, c)| u64::from(c)).sum();
         if total <= u64::from(resource.capacity) {
             continue;
         }
@@ -109,6 +111,18 @@ pub(super) fn post_cumulatives(
                 tag,
             ))
             .post();
+        let tasks = tasks
+            .into_iter()
+            .map(|(s, p, c)| (s, p, i32::try_from(c).expect("demand < total demand")))
+            .collect();
+        posted.push(Posted { tasks, capacity });
     }
-    Ok(())
+    Ok(posted)
+}
+
+/// A resource with a `cumulative` posted: its tasks (start, duration, demand; all positive)
+/// and its capacity.
+pub(super) struct Posted {
+    pub(super) tasks: Vec<(DomainId, i32, i32)>,
+    pub(super) capacity: i32,
 }

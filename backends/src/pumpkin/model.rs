@@ -13,6 +13,7 @@ use pumpkin_core::variables::{DomainId, TransformableVariable};
 use pumpkin_propagators::disjunctive::{ArgDisjunctiveTask, DisjunctiveConstructor};
 
 use super::common::{post_cumulatives, small};
+use super::ttef;
 use super::{Direction, PumpkinConfig, Reasoning};
 
 /// The CP model of a problem.
@@ -79,7 +80,12 @@ impl Model {
                     .post();
             }
         }
-        post_cumulatives(&mut solver, problem, &starts, tag)?;
+        let posted = post_cumulatives(&mut solver, problem, &starts, tag)?;
+        if config.ttef {
+            for resource in &posted {
+                ttef::post(&mut solver, &resource.tasks, resource.capacity, tag);
+            }
+        }
         if config.edge_finding {
             let light = config.reasoning.resolve(problem) == Reasoning::Light;
             for mut clique in disjoint_cliques(problem) {

@@ -40,9 +40,14 @@ fn tiny_and_j30_fixtures_are_solved_to_their_optimum() {
     for f in fixtures {
         assert!(f.optimal, "{} has a known optimum", f.name);
         let problem = read_problem(&f.path).expect("fixtures parse");
-        for direction in [Direction::Backward, Direction::Forward] {
+        for (direction, ttef) in [
+            (Direction::Backward, false),
+            (Direction::Forward, false),
+            (Direction::Backward, true),
+        ] {
             let solver = Pumpkin::new(PumpkinConfig {
                 direction,
+                ttef,
                 ..PumpkinConfig::default()
             });
             let outcome = solver
@@ -50,7 +55,12 @@ fn tiny_and_j30_fixtures_are_solved_to_their_optimum() {
                 .expect("solves");
             let schedule = outcome.schedule.as_ref().expect("a schedule");
             assert_eq!(check(&problem, schedule), Ok(f.upper_bound), "{}", f.name);
-            assert_eq!(outcome.status, Status::Optimal, "{} {direction:?}", f.name);
+            assert_eq!(
+                outcome.status,
+                Status::Optimal,
+                "{} {direction:?} ttef {ttef}",
+                f.name
+            );
             assert_eq!(outcome.makespan, Some(f.upper_bound), "{}", f.name);
             assert_eq!(outcome.lower_bound, f.upper_bound, "{}", f.name);
             assert_eq!(outcome.solver, "pumpkin");
@@ -459,14 +469,17 @@ fn random_small_problems_match_brute_force() {
         }
         let problem = b.build().expect("valid");
         let optimum = brute_force(&problem);
-        for (edge_finding, direction) in [
-            (true, Direction::Backward),
-            (false, Direction::Backward),
-            (true, Direction::Forward),
-            (false, Direction::Forward),
+        for (edge_finding, ttef, direction) in [
+            (true, false, Direction::Backward),
+            (false, false, Direction::Backward),
+            (true, false, Direction::Forward),
+            (false, false, Direction::Forward),
+            (true, true, Direction::Backward),
+            (false, true, Direction::Forward),
         ] {
             let solver = Pumpkin::new(PumpkinConfig {
                 edge_finding,
+                ttef,
                 direction,
                 ..PumpkinConfig::default()
             });
@@ -476,7 +489,7 @@ fn random_small_problems_match_brute_force() {
             assert_eq!(
                 outcome.makespan,
                 Some(optimum),
-                "case {case}, edge finding {edge_finding}, {direction:?}"
+                "case {case}, edge finding {edge_finding}, ttef {ttef}, {direction:?}"
             );
             let schedule = outcome.schedule.expect("a schedule");
             assert_eq!(check(&problem, &schedule), Ok(optimum), "case {case}");

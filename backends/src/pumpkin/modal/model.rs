@@ -59,7 +59,7 @@ impl Model {
         cp.post_precedences(problem, &presence, &starts)?;
         let makespan = cp.post_makespan(problem, &presence, &starts, bound, cap)?;
         // Resources.
-        post_cumulatives(&mut solver, p, &starts, tag)?;
+        let _ = post_cumulatives(&mut solver, p, &starts, tag)?;
         Ok(Some(Self {
             solver,
             starts,
