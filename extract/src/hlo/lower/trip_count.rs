@@ -23,8 +23,12 @@
 //! which XLA's pipelines run before the passes that read trip counts: an element of the state
 //! that the body passes on unchanged (its root's operand is `get-tuple-element(param)` of that
 //! element) and whose initial value is a scalar `constant` operand of the state `tuple` is that
-//! constant wherever the condition and the body read it. A bound or a step carried in the loop
-//! is then a constant to steps 1 to 4, as it is to XLA after that pass.
+//! constant wherever the condition and the body read it. XLA's GPU pipeline runs that pass in
+//! one fixed-point pipeline with constant folding and the algebraic simplifier
+//! (`xla/service/gpu/gpu_compiler.cc`, "simplification"), so a copy of a constant or one op of
+//! constants (what step 2 evaluates) is sunk too; a longer chain is not folded here. A bound
+//! or a step carried in the loop is then a constant to steps 1 to 4, as it is to XLA after
+//! that pass.
 //!
 //! Beyond XLA's function: a condition whose root is `constant(false)` runs zero times, and a
 //! `constant(true)` one never ends; a body that sets the induction variable to a constant
@@ -292,8 +296,14 @@ type Sunk<'m> = BTreeMap<&'m str, Val>;
 
 /// The elements of loop `w`'s state that XLA's `WhileLoopConstantSinking` sinks, with their
 /// values: the body (`bc`) passes them on unchanged, and the state `tuple` `init` of `kc`
-/// starts them from a scalar `constant`.
-fn sinkable(kc: &Comp<'_>, init: &Instruction, bc: &Comp<'_>) -> BTreeMap<usize, Val> {
+/// starts them from a scalar `constant`, or from one op of constants that XLA's constant
+/// folding (run before the sinking) makes a constant.
+fn sinkable(
+    module: &Module,
+    kc: &Comp<'_>,
+    init: &Instruction,
+    bc: &Comp<'_>,
+) -> BTreeMap<usize, Val> {
     let (Some(root), Some(param)) = (bc.root(), bc.param0()) else {
         return BTreeMap::new();
     };
@@ -307,8 +317,17 @@ fn sinkable(kc: &Comp<'_>, init: &Instruction, bc: &Comp<'_>) -> BTreeMap<usize,
                 && g.operands.first() == Some(&param.name)
                 && tuple_index(g) == Some(k)
         });
-        let start = kc.operand(init, k).filter(|c| c.opcode == "constant");
-        if let (true, Some(Ok(v))) = (passed_on, start.map(constant)) {
+        if !passed_on {
+            continue;
+        }
+        // XLA's GPU pipeline runs constant sinking in one fixed-point "simplification"
+        // pipeline with constant folding and the algebraic simplifier (`gpu_compiler.cc`),
+        // which fold ops of constants and remove copies: a copy of a constant, or one op of
+        // constants (what step 2 evaluates), is sunk as that constant.
+        let start = kc.operand(init, k).map(|i| kc.trace(i));
+        if let Some(Ok(v @ Val::Scalar(..))) =
+            start.map(|i| evaluate(module, kc, i, None, &Sunk::new()))
+        {
             out.insert(k, v);
         }
     }
@@ -392,7 +411,7 @@ fn count(
     if init.opcode != "tuple" {
         return Err(Unknown::StateNotTuple(init.name.clone()));
     }
-    let sinkable = sinkable(&kc, init, bc);
+    let sinkable = sinkable(module, &kc, init, bc);
     if indices.iter().all(|k| sinkable.contains_key(k)) {
         return invariant_condition(module, cc, root, cparam, &sinkable, indices);
     }
