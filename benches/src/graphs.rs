@@ -20,6 +20,7 @@ use crate::shard::Shard;
 use crate::BenchError;
 
 mod chart;
+mod gap;
 mod json;
 mod shards;
 mod table;
@@ -433,6 +434,11 @@ pub struct GraphsRowSummary {
     pub start_ns: u64,
     /// The portfolio rule the windows started from.
     pub start: String,
+    /// The best of the graph's own bounds, without the solver's (ns): the bound before the
+    /// exact search.
+    pub graph_bound_ns: u64,
+    /// The solver's bound on the lowered problem (ns), where it reported one.
+    pub solver_bound_ns: Option<u64>,
     /// The solve's status.
     pub solver_status: String,
     /// Events of the validated Chrome trace.
@@ -509,6 +515,8 @@ impl GraphsRow {
             portfolio_ns: s.portfolio.first().map_or(0, |p| p.1),
             start_ns: s.start_makespan_ns,
             start: s.start.clone(),
+            graph_bound_ns: bound_of(s, false).unwrap_or(0),
+            solver_bound_ns: bound_of(s, true),
             solver_status: s.solver_status.to_string(),
             trace_events: g.trace_events,
             time_s: s.time.as_secs_f64(),
@@ -538,6 +546,16 @@ impl GraphsRow {
                 .and_then(|free| MemorySummary::of(s, free)),
         }
     }
+}
+
+/// The largest of `s`'s bounds that are the solver's (`solver`) or, with `solver` false, the
+/// graph's own.
+fn bound_of(s: &Optimized, solver: bool) -> Option<u64> {
+    s.bounds
+        .iter()
+        .filter(|b| (b.kind == "solver") == solver)
+        .map(|b| b.value_ns)
+        .max()
 }
 
 /// The comparison table of the rows' summaries ([`GraphsTable`]).

@@ -184,6 +184,40 @@ fn bench_graphs_runs_a_configuration() {
     let r = &rows[0];
     assert!(r["optimized_ns"].as_u64() <= r["lhs_ns"].as_u64());
     assert!(r["trace_events"].as_u64().unwrap() > 0);
+    // The bound before the search, and the solver's, never above the final one.
+    let final_bound = r["lower_bound_ns"].as_u64().unwrap();
+    let graph_bound = r["graph_bound_ns"].as_u64().unwrap();
+    assert!(0 < graph_bound && graph_bound <= final_bound, "{r}");
+    assert!(
+        r["solver_bound_ns"]
+            .as_u64()
+            .is_none_or(|b| b <= final_bound),
+        "{r}"
+    );
+    // The table says where the gap is, in shares that sum to 100 %.
+    let o = concerto(&[
+        "bench",
+        "graphs",
+        "--only",
+        "evoformer",
+        "--time-limit",
+        "1",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    let gap = out.split("by_solver_bound").nth(1).expect("the gap table");
+    let row = gap
+        .lines()
+        .find(|l| l.starts_with("evoformer"))
+        .expect("its row");
+    let shares: Vec<f64> = row
+        .split_whitespace()
+        .skip(4)
+        .map(|c| c.trim_end_matches('%').parse().unwrap())
+        .collect();
+    assert_eq!(shares.len(), 4, "{row}");
+    assert!((shares.iter().sum::<f64>() - 100.0).abs() < 0.3, "{row}");
+    assert!(out.contains("where the gap is:"), "{out}");
 }
 
 #[test]

@@ -38,6 +38,8 @@ struct Row {
     portfolio_ns: u64,
     start_ns: u64,
     start: String,
+    graph_bound_ns: u64,
+    solver_bound_ns: Option<u64>,
     solver_status: String,
     trace_events: usize,
     time_s: f64,
@@ -147,6 +149,8 @@ impl<'de> Deserialize<'de> for GraphsRowSummary {
             portfolio_ns: r.portfolio_ns,
             start_ns: r.start_ns,
             start: r.start,
+            graph_bound_ns: r.graph_bound_ns,
+            solver_bound_ns: r.solver_bound_ns,
             solver_status: r.solver_status,
             trace_events: r.trace_events,
             time_s: r.time_s,
@@ -173,13 +177,13 @@ impl<'de> Deserialize<'de> for GraphsRowSummary {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use concerto_pipeline::Scheduler;
 
     /// A row with every optional key set; its floats print and parse exactly with any float
     /// parser.
-    fn full_row() -> GraphsRowSummary {
+    pub(in crate::graphs) fn full_row() -> GraphsRowSummary {
         GraphsRowSummary {
             config: "gpt-tp8".into(),
             comparison: Comparison {
@@ -203,6 +207,8 @@ mod tests {
             portfolio_ns: 17,
             start_ns: 16,
             start: "cp-forward".into(),
+            graph_bound_ns: 9,
+            solver_bound_ns: Some(10),
             solver_status: "feasible".into(),
             trace_events: 99,
             time_s: 0.5,

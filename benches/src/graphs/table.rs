@@ -1,10 +1,10 @@
 //! The comparison table of `bench graphs` ([`GraphsTable`]): a column group per step that ran
-//! on some row, a line per group that says what its columns mean, and under a memory budget a
-//! second table of makespans and peaks.
+//! on some row, a line per group that says what its columns mean, under a memory budget a
+//! second table of makespans and peaks, and where the gap is ([`super::gap`]).
 
 use std::fmt;
 
-use super::{GraphsRowSummary, MemorySummary};
+use super::{gap, GraphsRowSummary, MemorySummary};
 use concerto_pipeline::summary::gain_pct;
 use concerto_pipeline::table::Table;
 
@@ -27,7 +27,7 @@ struct Groups {
 }
 
 /// Milliseconds, three decimals.
-fn ms(ns: u64) -> String {
+pub(super) fn ms(ns: u64) -> String {
     format!("{:.3}", ns as f64 / 1e6)
 }
 
@@ -283,6 +283,7 @@ impl fmt::Display for GraphsTable<'_> {
         f.write_str(&t.render())?;
         self.legend(f, g)?;
         self.memory(f)?;
+        gap::GapTable(self.0).fmt(f)?;
         if g.fusing {
             self.fusion_legend(f)?;
         }
