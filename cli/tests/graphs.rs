@@ -168,15 +168,15 @@ fn bad_input_gets_errors_that_name_the_place() {
 
 #[test]
 fn bench_graphs_runs_a_configuration() {
-    let o = concerto(&[
+    let args = [
         "bench",
         "graphs",
         "--only",
         "evoformer",
         "--time-limit",
         "1",
-        "--json",
-    ]);
+    ];
+    let o = concerto(&[&args[..], &["--json"]].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     let rows = v.as_array().unwrap();
@@ -195,14 +195,7 @@ fn bench_graphs_runs_a_configuration() {
         "{r}"
     );
     // The table says where the gap is, in shares that sum to 100 %.
-    let o = concerto(&[
-        "bench",
-        "graphs",
-        "--only",
-        "evoformer",
-        "--time-limit",
-        "1",
-    ]);
+    let o = concerto(&args);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     let gap = out.split("by_solver_bound").nth(1).expect("the gap table");
