@@ -156,7 +156,8 @@ pub(crate) struct OptimizeOpts {
     /// Odd-even rounds.
     #[arg(long, value_name = "K", default_value_t = ScheduleConfig::default().oddeven.rounds)]
     pub(crate) rounds: usize,
-    /// Time limit of each window's solve, in seconds (without `--work-limit`).
+    /// Time limit of each window's solve, in seconds (without `--work-limit`); at most a
+    /// fifth of `--time-limit`, which keeps four window limits back for the windows in flight.
     #[arg(long, value_name = "SECS", default_value_t = ScheduleConfig::default().oddeven.window_time_limit.as_secs_f64())]
     pub(crate) window_time_limit: f64,
     /// Time limit of the whole call (import, baselines, bounds, search, simulation), in

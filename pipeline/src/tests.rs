@@ -326,3 +326,21 @@ fn a_one_second_limit_on_a_100k_op_step_returns_a_checked_plan_with_a_bound() {
     assert!(s.lower_bound_ns <= shortest);
     assert!(s.concerto().makespan_ns() <= s.best_baseline_ns());
 }
+
+#[test]
+fn a_window_limit_as_long_as_the_step_still_lets_windows_run() {
+    // The step keeps four window limits back from its own; uncapped, a window limit of the
+    // whole step's left no window any time to run (0 work, a silent no-op).
+    let g = gpt(1, Parallel::new(1, 8, 1));
+    let mut p = pipeline(Decompose::Off, false);
+    p.config.schedule.oddeven.window_time_limit = Duration::from_secs(2);
+    let capped = p.config.schedule.oddeven_run().window_time_limit;
+    assert_eq!(capped, Duration::from_millis(400));
+    let r = p.run(&g, &Silent).unwrap();
+    assert!(r.schedule.work > 0, "{:?}", r.schedule.stages);
+    assert_rows_consistent(&r);
+    // Under a work budget the clock decides nothing: the limit is left as given.
+    p.config.schedule.work_limit = Some(10);
+    let given = p.config.schedule.oddeven_run().window_time_limit;
+    assert_eq!(given, Duration::from_secs(2));
+}

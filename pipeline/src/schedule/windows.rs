@@ -141,7 +141,7 @@ impl Step<'_> {
     ) -> Result<Windows, PipelineError> {
         let config = self.config;
         let contended = self.contention > 1.0;
-        let mut driver = OddEven::new(Box::new(Shared(solver)), config.oddeven.clone());
+        let mut driver = OddEven::new(Box::new(Shared(solver)), config.oddeven_run());
         if self.no_room_for_windows() {
             return self.skipped(start, driver.name());
         }
@@ -264,7 +264,7 @@ impl Step<'_> {
         }
         match (config.time_limit, self.left()) {
             (Some(t), Some(left)) => {
-                left >= overhead * 2 + config.oddeven.window_time_limit * 2 + t.mul_f64(0.03)
+                left >= overhead * 2 + config.oddeven_run().window_time_limit * 2 + t.mul_f64(0.03)
             }
             _ => true,
         }
@@ -275,7 +275,8 @@ impl Step<'_> {
     /// cost beside the driver, [`PASS_SIMULATIONS`] first simulations, and one window's limit).
     fn no_room_for_windows(&self) -> bool {
         let config = self.config;
-        let first_pass = self.one_simulation * PASS_SIMULATIONS + config.oddeven.window_time_limit;
+        let first_pass =
+            self.one_simulation * PASS_SIMULATIONS + config.oddeven_run().window_time_limit;
         let no_room = self.left().is_some_and(|left| left < first_pass);
         config.work_limit.is_none() && (self.past(1.0) || no_room)
     }
@@ -369,7 +370,7 @@ impl Step<'_> {
             // The driver may finish the windows in flight, rebuild its state and verify its
             // result past its limit (measured: up to 0.35 s on 40k ops): it gets two window
             // limits and 3 % of the step's limit less.
-            let margin = config.oddeven.window_time_limit * 2
+            let margin = config.oddeven_run().window_time_limit * 2
                 + config
                     .time_limit
                     .map_or(Duration::ZERO, |t| t.mul_f64(0.03));
