@@ -27,8 +27,8 @@ use crate::ring;
 use crate::rules::chunk;
 use crate::split::{Axis, Context, Family};
 
-/// Time limit of the selection solve of [`select_exact`] (the selection has tens of items;
-/// exact selectors prove it in milliseconds).
+/// Default time limit of the selection solve of [`select_exact`] ([`SelectConfig::time_limit`];
+/// the selection has tens of items, which the MILP selectors prove in seconds).
 pub const SELECTION_TIME_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Options of [`select`].
@@ -50,6 +50,11 @@ pub struct SelectConfig {
     /// Also try collective-matmul rings ([`crate::ring`]) around all-gathers and
     /// reduce-scatters.
     pub rings: bool,
+    /// Wall-clock limit of the selection solve of [`select_exact`] and [`select_among`]:
+    /// default [`SELECTION_TIME_LIMIT`]; `None` for none, which a deterministic run needs (a
+    /// selection cut short by the clock chooses by load: measured with `microlp` on the quick
+    /// start's step, which takes 2-3 s idle, a different set under 9 competing processes).
+    pub time_limit: Option<std::time::Duration>,
 }
 
 impl Default for SelectConfig {
@@ -62,6 +67,7 @@ impl Default for SelectConfig {
             slowdown: None,
             max_collectives: 64,
             rings: true,
+            time_limit: Some(SELECTION_TIME_LIMIT),
         }
     }
 }
@@ -345,9 +351,7 @@ pub fn select_among(
         groups,
         conflicts,
     };
-    let chosen = selector
-        .select(&selection, Some(SELECTION_TIME_LIMIT))?
-        .items;
+    let chosen = selector.select(&selection, config.time_limit)?.items;
     // Apply the chosen candidates together (their contexts are disjoint: ops by name).
     let mut current = graph.clone();
     let mut applied = Vec::new();

@@ -344,3 +344,42 @@ fn a_window_limit_as_long_as_the_step_still_lets_windows_run() {
     let given = p.config.schedule.oddeven_run().window_time_limit;
     assert_eq!(given, Duration::from_secs(2));
 }
+
+/// Enumeration that records the time limit of each selection it solves.
+#[derive(Default)]
+struct Recording(std::sync::Mutex<Vec<Option<Duration>>>);
+
+impl concerto_rcpsp::Selector for Recording {
+    fn name(&self) -> &str {
+        "recording"
+    }
+
+    fn select(
+        &self,
+        selection: &concerto_rcpsp::Selection,
+        time_limit: Option<Duration>,
+    ) -> Result<concerto_rcpsp::Chosen, concerto_rcpsp::SelectionError> {
+        self.0.lock().unwrap().push(time_limit);
+        concerto_rcpsp::Enumeration.select(selection, time_limit)
+    }
+}
+
+#[test]
+fn under_a_work_budget_the_selection_has_no_clock() {
+    // A selection cut short by the wall clock chose another set under load (measured with
+    // microlp on the quick start's step); under a work budget it runs to the end.
+    let g = gpt(2, Parallel::new(1, 8, 1));
+    for (work_limit, expected) in [
+        (Some(100), None),
+        (None, Some(concerto_decomp::select::SELECTION_TIME_LIMIT)),
+    ] {
+        let recording = Arc::new(Recording::default());
+        let mut p = pipeline(Decompose::Sequential, false);
+        p.solvers = p.solvers.clone().with_selector(recording.clone());
+        p.config.schedule.work_limit = work_limit;
+        let d = p.decompose(&g, u64::MAX).unwrap();
+        assert!(!d.selected.decompositions.is_empty());
+        let seen = recording.0.lock().unwrap().clone();
+        assert_eq!(seen, vec![expected], "work limit {work_limit:?}");
+    }
+}

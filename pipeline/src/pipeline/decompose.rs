@@ -34,10 +34,15 @@ impl Pipeline {
             return Ok((select(graph, &c.hardware, &c.select)?, None));
         }
         let (before, scored) = candidates(graph, &c.hardware, &c.select)?;
+        // Under a work budget the clock decides nothing: the selection is solved to the end.
+        let mut select_config = c.select.clone();
+        if c.schedule.work_limit.is_some() {
+            select_config.time_limit = None;
+        }
         let selected = select_among(
             graph,
             &c.hardware,
-            &c.select,
+            &select_config,
             before,
             scored.clone(),
             self.solvers.selector.as_ref(),
