@@ -334,14 +334,14 @@ fn a_window_limit_as_long_as_the_step_still_lets_windows_run() {
     let g = gpt(1, Parallel::new(1, 8, 1));
     let mut p = pipeline(Decompose::Off, false);
     p.config.schedule.oddeven.window_time_limit = Duration::from_secs(2);
-    let capped = p.config.schedule.oddeven_run().window_time_limit;
+    let capped = p.config.schedule.window_time_limit();
     assert_eq!(capped, Duration::from_millis(400));
     let r = p.run(&g, &Silent).unwrap();
     assert!(r.schedule.work > 0, "{:?}", r.schedule.stages);
     assert_rows_consistent(&r);
     // Under a work budget the clock decides nothing: the limit is left as given.
     p.config.schedule.work_limit = Some(10);
-    let given = p.config.schedule.oddeven_run().window_time_limit;
+    let given = p.config.schedule.window_time_limit();
     assert_eq!(given, Duration::from_secs(2));
 }
 

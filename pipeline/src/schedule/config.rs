@@ -18,7 +18,7 @@ use crate::error::PipelineError;
 #[derive(Clone, Debug)]
 pub struct ScheduleConfig {
     /// The odd-even driver's options (its window time limit capped as
-    /// [`ScheduleConfig::oddeven_run`] says).
+    /// [`ScheduleConfig::window_time_limit`] says).
     pub oddeven: OddEvenConfig,
     /// Wall-clock limit of the step (baselines, bounds, search and simulation). With
     /// [`ScheduleConfig::work_limit`] it is only a safety net: the result is deterministic as
@@ -79,22 +79,18 @@ impl ModuleSchedule {
 }
 
 impl ScheduleConfig {
-    /// The odd-even driver's options as the step runs them: under a time limit without a
-    /// work budget, each window's time limit is at most a fifth of the step's. The step
-    /// keeps two window limits back from the driver (its margin to finish the windows in
-    /// flight) and the driver two more before it starts a window, so a window limit of a
-    /// quarter of the step's or more would let no window run at all. Measured on
-    /// `gpt_tp8_l4_triton` of the compiled corpus before this: `--window-time-limit 5
-    /// --time-limit 20` ran no window (0 work, status "exhausted").
-    pub fn oddeven_run(&self) -> OddEvenConfig {
-        let mut oddeven = self.oddeven.clone();
-        if let (Some(t), None) = (self.time_limit, self.work_limit) {
-            oddeven.window_time_limit = oddeven
-                .window_time_limit
-                .min(t / 5)
-                .max(Duration::from_millis(1));
+    /// Each window's time limit as the step runs it: under a time limit without a work
+    /// budget, at most a fifth of the step's. The step keeps two window limits back from the
+    /// driver (its margin to finish the windows in flight) and the driver two more before it
+    /// starts a window, so a window limit of a quarter of the step's or more would let no
+    /// window run at all. Measured on `gpt_tp8_l4_triton` of the compiled corpus before this:
+    /// `--window-time-limit 5 --time-limit 20` ran no window (0 work, status "exhausted").
+    pub fn window_time_limit(&self) -> Duration {
+        let w = self.oddeven.window_time_limit;
+        match (self.time_limit, self.work_limit) {
+            (Some(t), None) => w.min(t / 5).max(Duration::from_millis(1)),
+            _ => w,
         }
-        oddeven
     }
 }
 

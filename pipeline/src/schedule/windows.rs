@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use concerto_graph::list;
 use concerto_graph::lower::{lower, schedule_of};
 use concerto_graph::{simulate, GraphError, StreamPlan, Timeline};
-use concerto_rcpsp::{check, Limits, OddEven, Outcome, Problem, Solver, Status};
+use concerto_rcpsp::{check, Limits, OddEven, OddEvenConfig, Outcome, Problem, Solver, Status};
 
 use super::{Scheduled, Scheduler, Shared, Start, Step, WithinBudget};
 use crate::error::PipelineError;
@@ -141,7 +141,11 @@ impl Step<'_> {
     ) -> Result<Windows, PipelineError> {
         let config = self.config;
         let contended = self.contention > 1.0;
-        let mut driver = OddEven::new(Box::new(Shared(solver)), config.oddeven_run());
+        let oddeven = OddEvenConfig {
+            window_time_limit: config.window_time_limit(),
+            ..config.oddeven.clone()
+        };
+        let mut driver = OddEven::new(Box::new(Shared(solver)), oddeven);
         if self.no_room_for_windows() {
             return self.skipped(start, driver.name());
         }
@@ -264,7 +268,7 @@ impl Step<'_> {
         }
         match (config.time_limit, self.left()) {
             (Some(t), Some(left)) => {
-                left >= overhead * 2 + config.oddeven_run().window_time_limit * 2 + t.mul_f64(0.03)
+                left >= overhead * 2 + config.window_time_limit() * 2 + t.mul_f64(0.03)
             }
             _ => true,
         }
@@ -275,8 +279,7 @@ impl Step<'_> {
     /// cost beside the driver, [`PASS_SIMULATIONS`] first simulations, and one window's limit).
     fn no_room_for_windows(&self) -> bool {
         let config = self.config;
-        let first_pass =
-            self.one_simulation * PASS_SIMULATIONS + config.oddeven_run().window_time_limit;
+        let first_pass = self.one_simulation * PASS_SIMULATIONS + config.window_time_limit();
         let no_room = self.left().is_some_and(|left| left < first_pass);
         config.work_limit.is_none() && (self.past(1.0) || no_room)
     }
@@ -370,7 +373,7 @@ impl Step<'_> {
             // The driver may finish the windows in flight, rebuild its state and verify its
             // result past its limit (measured: up to 0.35 s on 40k ops): it gets two window
             // limits and 3 % of the step's limit less.
-            let margin = config.oddeven_run().window_time_limit * 2
+            let margin = config.window_time_limit() * 2
                 + config
                     .time_limit
                     .map_or(Duration::ZERO, |t| t.mul_f64(0.03));
