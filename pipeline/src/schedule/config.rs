@@ -92,6 +92,15 @@ impl ScheduleConfig {
             _ => w,
         }
     }
+
+    /// The odd-even driver's options as the step runs them: [`ScheduleConfig::oddeven`] with
+    /// [`ScheduleConfig::window_time_limit`].
+    pub(crate) fn oddeven_run(&self) -> OddEvenConfig {
+        OddEvenConfig {
+            window_time_limit: self.window_time_limit(),
+            ..self.oddeven.clone()
+        }
+    }
 }
 
 impl Default for ScheduleConfig {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use concerto_graph::list;
 use concerto_graph::lower::{lower, schedule_of};
 use concerto_graph::{simulate, GraphError, StreamPlan, Timeline};
-use concerto_rcpsp::{check, Limits, OddEven, OddEvenConfig, Outcome, Problem, Solver, Status};
+use concerto_rcpsp::{check, Limits, OddEven, Outcome, Problem, Solver, Status};
 
 use super::{Scheduled, Scheduler, Shared, Start, Step, WithinBudget};
 use crate::error::PipelineError;
@@ -141,11 +141,7 @@ impl Step<'_> {
     ) -> Result<Windows, PipelineError> {
         let config = self.config;
         let contended = self.contention > 1.0;
-        let oddeven = OddEvenConfig {
-            window_time_limit: config.window_time_limit(),
-            ..config.oddeven.clone()
-        };
-        let mut driver = OddEven::new(Box::new(Shared(solver)), oddeven);
+        let mut driver = OddEven::new(Box::new(Shared(solver)), config.oddeven_run());
         if self.no_room_for_windows() {
             return self.skipped(start, driver.name());
         }
