@@ -9,7 +9,7 @@
 //!
 //! Flags (each optional, defaults from `PumpkinConfig::default()`): `--time-limit SECS`
 //! (default 30), `--seed N`, `--threads N` (a portfolio of N searches when 2 or more),
-//! `--portfolio BOOL`, `--edge-finding BOOL`, `--ttef BOOL`, `--dual-probes BOOL`, `--dual-weight X`,
+//! `--portfolio BOOL`, `--edge-finding BOOL`, `--ttef BOOL`, `--lns BOOL`, `--lns-slice N`, `--lns-weight X`, `--dual-probes BOOL`, `--dual-weight X`,
 //! `--dual-growth BOOL`, `--first-slice N`, `--slice-growth X`, `--luby N`,
 //! `--search sst|vsids|vsids-sst`, `--direction forward|backward`, `--heuristic-schedules N`. Everything else is a file.
 
@@ -40,6 +40,9 @@ fn run() -> Result<(), String> {
             "--portfolio" => config.portfolio = value(&arg, args.next())?,
             "--edge-finding" => config.edge_finding = value(&arg, args.next())?,
             "--ttef" => config.ttef = value(&arg, args.next())?,
+            "--lns" => config.lns = value(&arg, args.next())?,
+            "--lns-slice" => config.lns_slice = value(&arg, args.next())?,
+            "--lns-weight" => config.lns_weight = value(&arg, args.next())?,
             "--dual-probes" => config.dual_probes = value(&arg, args.next())?,
             "--dual-weight" => config.dual_weight = value(&arg, args.next())?,
             "--dual-growth" => config.dual_growth = value(&arg, args.next())?,

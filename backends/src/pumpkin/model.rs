@@ -23,6 +23,8 @@ pub(super) struct Model {
     pub(super) makespan: DomainId,
     /// The earliest start of every activity (critical path method and release dates).
     pub(super) earliest: Vec<Time>,
+    /// The seed of the model's search (its random generator's and its neighbourhoods').
+    pub(super) seed: u64,
 }
 
 impl Model {
@@ -122,6 +124,7 @@ impl Model {
             starts,
             makespan,
             earliest: es,
+            seed,
         })
     }
 }

@@ -3,6 +3,7 @@
 //! makespan and bound (see the parent module's docs).
 
 use std::sync::atomic::AtomicI64;
+use std::sync::Mutex;
 
 use concerto_rcpsp::{Limits, Schedule, SolveError, StopReason, Time};
 
@@ -10,16 +11,20 @@ use super::model::Model;
 use super::probing::Run;
 use super::{start, Direction, PumpkinConfig};
 
-/// What the workers of a portfolio share: the best makespan found, the best bound proven, and
+/// What the workers of a portfolio share: the best makespan found and its schedule (the
+/// neighbourhoods of [`PumpkinConfig::lns`] are built around it), the best bound proven, and
 /// a flag raised when one of them closes the gap.
 pub(super) struct Shared {
     pub(super) upper: AtomicI64,
+    pub(super) best: Mutex<Option<Schedule>>,
     pub(super) lower: AtomicI64,
     pub(super) done: concerto_rcpsp::CancelFlag,
 }
 
 /// The second configuration of a portfolio: the start-time series in the other
-/// [`Direction`], no edge finding, dual probes at a fifth of the primal slices. The direction
+/// [`Direction`], no edge finding, dual probes at a fifth of the primal slices, no
+/// large-neighbourhood search ([`PumpkinConfig::lns`]: the first worker improves, this one
+/// proves). The direction
 /// is what diversifies most: on the seven hardest j30 instances, each direction is the faster
 /// one on some of them (`j3013_6`: 8.4 s backward, 7.2 s forward; `j3013_2`: 4.9 s and 18.1 s).
 /// Edge finding off and small dual probes were measured faster in both directions on those
@@ -35,6 +40,7 @@ pub fn diversified(config: &PumpkinConfig) -> PumpkinConfig {
         Direction::Auto => Direction::Forward,
     };
     PumpkinConfig {
+        lns: false,
         edge_finding: false,
         dual_weight: 0.2,
         direction,
@@ -63,6 +69,7 @@ pub(super) fn portfolio(
 ) -> Result<StopReason, SolveError> {
     let shared = Shared {
         upper: AtomicI64::new(run.best_makespan),
+        best: Mutex::new(run.best.clone()),
         lower: AtomicI64::new(run.lower_bound),
         done: concerto_rcpsp::CancelFlag::new(),
     };

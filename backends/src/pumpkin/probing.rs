@@ -21,9 +21,14 @@ use pumpkin_core::termination::{Combinator, TerminationCondition, TimeBudget};
 
 use super::branching::{Counting, StartTimeSeries};
 use super::common::{root_lower_bound, small, NAME};
+use super::lns::{Lns, Repair};
 use super::model::{schedule_of, Model};
 use super::portfolio::Shared;
 use super::{PumpkinConfig, Reasoning, Search};
+
+/// Most neighbourhoods of one round of large-neighbourhood search (most are refuted by
+/// propagation alone, at no conflict).
+const MAX_NEIGHBOURHOODS: usize = 64;
 
 /// The answer of one pumpkin call, detached from the solver's borrow.
 enum Answer {
@@ -134,13 +139,38 @@ impl Run<'_> {
         }
     }
 
-    /// Shares this worker's incumbent makespan and bound with the portfolio.
+    /// Shares this worker's incumbent (its makespan and schedule) and bound with the
+    /// portfolio.
     pub(super) fn publish(&self) {
         if let Some(shared) = self.shared {
-            shared
+            let previous = shared
                 .upper
                 .fetch_min(self.best_makespan, Ordering::Relaxed);
+            if self.best_makespan < previous {
+                let mut best = shared.best.lock().unwrap_or_else(|e| e.into_inner());
+                if best
+                    .as_ref()
+                    .is_none_or(|b| self.best_makespan < b.makespan(self.problem))
+                {
+                    best.clone_from(&self.best);
+                }
+            }
             shared.lower.fetch_max(self.lower_bound, Ordering::Relaxed);
+        }
+    }
+
+    /// Adopts the portfolio's best schedule when it is shorter than this worker's incumbent
+    /// (the neighbourhoods of large-neighbourhood search are built around the incumbent).
+    fn adopt(&mut self) {
+        if let Some(shared) = self.shared {
+            let best = shared.best.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(schedule) = best.as_ref() {
+                if schedule.makespan(self.problem) < self.best_makespan {
+                    let schedule = schedule.clone();
+                    drop(best);
+                    self.record(schedule);
+                }
+            }
         }
     }
 
@@ -158,6 +188,7 @@ impl Run<'_> {
         limits: &Limits,
     ) -> StopReason {
         let counter = Rc::new(Cell::new(0u64));
+        let model_seed = model.seed;
         // The warm-start dive only seeds phase saving, which the start-time series alone does
         // not use: light reasoning skips it there.
         let phases = config.search != Search::Sst
@@ -210,7 +241,7 @@ impl Run<'_> {
             done: self.shared.map(|s| s.done.clone()),
             max_conflicts: config.max_conflicts.unwrap_or(u64::MAX),
         };
-        let reason = self.probe_loop(&mut prober, config, warm);
+        let reason = self.probe_loop(&mut prober, config, warm, model_seed);
         self.conflicts = counter.get();
         reason
     }
@@ -220,7 +251,9 @@ impl Run<'_> {
         prober: &mut Prober<'_, B>,
         config: &PumpkinConfig,
         warm: bool,
+        seed: u64,
     ) -> StopReason {
+        let mut lns = config.lns.then(|| Lns::new(seed));
         if warm {
             // The incumbent as the model's first solution, for phase saving.
             match prober.solve(self, None, u64::MAX) {
@@ -239,6 +272,23 @@ impl Run<'_> {
             loop {
                 if prober.sync(self) || self.closed() {
                     return StopReason::Exhausted;
+                }
+                if let Some(lns) = lns.as_mut() {
+                    self.adopt();
+                    // Neighbourhoods first, for as many conflicts as the primal probe.
+                    let budget = (slice * config.lns_weight.max(0.0)) as u64;
+                    match prober.neighbourhoods(self, lns, config.lns_slice, budget) {
+                        Probe::Progress => {
+                            progress = true;
+                            if prober.cap(self) {
+                                return StopReason::Exhausted;
+                            }
+                            continue;
+                        }
+                        Probe::Closed => return StopReason::Exhausted,
+                        Probe::Stop(r) => return r,
+                        Probe::SliceOut => {}
+                    }
                 }
                 match prober.solve(self, None, slice as u64) {
                     Probe::Progress => {
@@ -392,6 +442,76 @@ impl<B: Brancher> Prober<'_, B> {
         }
     }
 
+    /// Large-neighbourhood search (`lns.rs`): neighbourhoods of the incumbent, each repaired
+    /// within `each` conflicts, until `budget` conflicts are spent or [`MAX_NEIGHBOURHOODS`]
+    /// were tried. `Progress` when one held a shorter schedule (recorded), `SliceOut` when
+    /// none did, `Closed` when the model has no schedule within the cap at all.
+    fn neighbourhoods(
+        &mut self,
+        run: &mut Run<'_>,
+        lns: &mut Lns,
+        each: u64,
+        budget: u64,
+    ) -> Probe {
+        let began = self.counter.get();
+        for _ in 0..MAX_NEIGHBOURHOODS {
+            if self.counter.get() - began >= budget {
+                break;
+            }
+            if self.model.solver.is_inconsistent() {
+                run.lower_bound = run.lower_bound.max(run.cap + 1);
+                return Probe::Closed;
+            }
+            let Some(best) = run.best.as_ref() else {
+                break;
+            };
+            let Some(assumptions) = lns.next(run.problem, best, &self.model.starts) else {
+                break;
+            };
+            let repair = match self.call(run.clock, &assumptions, each.max(1)) {
+                Answer::Solution(schedule) => {
+                    run.record(schedule);
+                    Repair::Improved
+                }
+                Answer::FailedAssumption => Repair::Refuted,
+                Answer::Infeasible => {
+                    run.lower_bound = run.lower_bound.max(run.cap + 1);
+                    return Probe::Closed;
+                }
+                Answer::Unknown => match self.unknown(run.clock) {
+                    Probe::SliceOut => Repair::SliceOut,
+                    other => return other,
+                },
+            };
+            lns.adapt(repair);
+            if repair == Repair::Improved {
+                return Probe::Progress;
+            }
+        }
+        Probe::SliceOut
+    }
+
+    /// One pumpkin call under `assumptions`, of at most `slice` conflicts.
+    fn call(&mut self, clock: &Clock, assumptions: &[Predicate], slice: u64) -> Answer {
+        let mut termination = self.termination(clock, slice);
+        let model = &mut *self.model;
+        match model.solver.satisfy_under_assumptions(
+            self.brancher,
+            &mut termination,
+            self.resolver,
+            assumptions,
+        ) {
+            SatisfactionResultUnderAssumptions::Satisfiable(sat) => {
+                Answer::Solution(schedule_of(&model.starts, &model.earliest, &sat.solution()))
+            }
+            SatisfactionResultUnderAssumptions::UnsatisfiableUnderAssumptions(_) => {
+                Answer::FailedAssumption
+            }
+            SatisfactionResultUnderAssumptions::Unsatisfiable(..) => Answer::Infeasible,
+            SatisfactionResultUnderAssumptions::Unknown(..) => Answer::Unknown,
+        }
+    }
+
     /// One pumpkin call of at most `slice` conflicts: a primal probe (`assume = None`: any
     /// schedule within the cap) or a dual probe (`Some(lb)`: a schedule of makespan `<= lb`,
     /// whose failure proves the bound `lb + 1`).
@@ -405,23 +525,7 @@ impl<B: Brancher> Prober<'_, B> {
             .map(|lb| predicate![m <= small(lb)])
             .into_iter()
             .collect();
-        let mut termination = self.termination(run.clock, slice);
-        let model = &mut *self.model;
-        let answer = match model.solver.satisfy_under_assumptions(
-            self.brancher,
-            &mut termination,
-            self.resolver,
-            &assumptions,
-        ) {
-            SatisfactionResultUnderAssumptions::Satisfiable(sat) => {
-                Answer::Solution(schedule_of(&model.starts, &model.earliest, &sat.solution()))
-            }
-            SatisfactionResultUnderAssumptions::UnsatisfiableUnderAssumptions(_) => {
-                Answer::FailedAssumption
-            }
-            SatisfactionResultUnderAssumptions::Unsatisfiable(..) => Answer::Infeasible,
-            SatisfactionResultUnderAssumptions::Unknown(..) => Answer::Unknown,
-        };
+        let answer = self.call(run.clock, &assumptions, slice);
         match answer {
             Answer::Solution(schedule) => {
                 run.record(schedule);

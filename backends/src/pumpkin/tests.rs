@@ -40,14 +40,16 @@ fn tiny_and_j30_fixtures_are_solved_to_their_optimum() {
     for f in fixtures {
         assert!(f.optimal, "{} has a known optimum", f.name);
         let problem = read_problem(&f.path).expect("fixtures parse");
-        for (direction, ttef) in [
-            (Direction::Backward, false),
-            (Direction::Forward, false),
-            (Direction::Backward, true),
+        for (direction, ttef, lns) in [
+            (Direction::Backward, false, false),
+            (Direction::Forward, false, false),
+            (Direction::Backward, true, false),
+            (Direction::Backward, false, true),
         ] {
             let solver = Pumpkin::new(PumpkinConfig {
                 direction,
                 ttef,
+                lns,
                 ..PumpkinConfig::default()
             });
             let outcome = solver
@@ -58,7 +60,7 @@ fn tiny_and_j30_fixtures_are_solved_to_their_optimum() {
             assert_eq!(
                 outcome.status,
                 Status::Optimal,
-                "{} {direction:?} ttef {ttef}",
+                "{} {direction:?} ttef {ttef} lns {lns}",
                 f.name
             );
             assert_eq!(outcome.makespan, Some(f.upper_bound), "{}", f.name);
@@ -226,6 +228,45 @@ fn deterministic_for_a_seed() {
     assert_eq!(a.schedule, b.schedule);
     assert_eq!(a.status, b.status);
     assert_eq!((a.lower_bound, a.work), (b.lower_bound, b.work));
+}
+
+#[test]
+fn large_neighbourhood_search_is_deterministic_under_a_work_budget() {
+    // An open j60 instance of PSPLIB (best known 82) and its known lower bound.
+    let open = [("j609_2", 77)];
+    let solve = |name: &str, lower: Time, lns: bool, threads: usize| {
+        let path = format!(
+            "{}/../data/psplib/j60/{name}.sm.gz",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let problem = read_problem(&path).expect("the PSPLIB instance parses");
+        let solver = Pumpkin::new(PumpkinConfig {
+            lns,
+            max_conflicts: Some(3_000),
+            ..PumpkinConfig::default()
+        });
+        let limits = Limits {
+            threads,
+            ..Limits::default().seed(5)
+        };
+        let outcome = solver.solve(&problem, &limits).expect("solves");
+        let schedule = outcome.schedule.as_ref().expect("a schedule");
+        assert_eq!(
+            Some(check(&problem, schedule).expect("valid")),
+            outcome.makespan
+        );
+        assert!(outcome.makespan >= Some(lower), "{name}");
+        outcome
+    };
+    let (name, lower) = open[0];
+    for threads in [1, 2] {
+        let (a, b) = (
+            solve(name, lower, true, threads),
+            solve(name, lower, true, threads),
+        );
+        assert_eq!(a.schedule, b.schedule, "{threads} threads");
+        assert_eq!((a.lower_bound, a.work), (b.lower_bound, b.work));
+    }
 }
 
 #[test]
