@@ -242,11 +242,13 @@ fn large_neighbourhood_search_is_deterministic_under_a_work_budget() {
         let problem = read_problem(&path).expect("the PSPLIB instance parses");
         let solver = Pumpkin::new(PumpkinConfig {
             lns,
-            max_conflicts: Some(3_000),
             ..PumpkinConfig::default()
         });
+        // The caller's work budget: under it a portfolio shares nothing (see the module
+        // docs), so two threads are deterministic too.
         let limits = Limits {
             threads,
+            work_limit: Some(3_000),
             ..Limits::default().seed(5)
         };
         let outcome = solver.solve(&problem, &limits).expect("solves");
