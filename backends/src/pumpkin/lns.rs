@@ -10,6 +10,8 @@
 //! those starts as assumptions, within a small slice of conflicts. Assumptions are decisions
 //! of the solver, so every nogood it learns holds for the whole model and the proof keeps it.
 //! A failed assumption or a spent slice only says the neighbourhood holds no improvement.
+//! Each neighbourhood frees, at random, the window alone, everything from `a` on (nothing
+//! shifted), or everything before `a + w` (nothing kept).
 //!
 //! The window's start is uniform over `[0, UB - w]` from the search's seeded generator, and its
 //! width a share of `UB` that adapts (as in the adaptive LNS of OptalCP and CP-SAT): it grows
@@ -35,9 +37,9 @@ use super::common::small;
 /// The first window width, as a share of the incumbent's makespan.
 const FIRST_WIDTH: f64 = 0.3;
 /// The smallest window width (share of the makespan).
-pub(super) const MIN_WIDTH: f64 = 0.05;
+const MIN_WIDTH: f64 = 0.05;
 /// The largest window width (share of the makespan): wider, nearly nothing is fixed.
-pub(super) const MAX_WIDTH: f64 = 0.8;
+const MAX_WIDTH: f64 = 0.8;
 /// Growth of the width after a neighbourhood refuted without search.
 const GROW: f64 = 1.2;
 /// Shrinking of the width after a neighbourhood whose slice ran out.
@@ -84,8 +86,8 @@ impl Lns {
         best: &Schedule,
         starts: &[DomainId],
     ) -> Option<Vec<Predicate>> {
-        let (a, b) = self.window(best.makespan(problem))?;
         let ub = best.makespan(problem);
+        let (a, b) = self.window(ub)?;
         // One of three shapes: the window alone free, or everything from it on, or
         // everything up to it.
         let (a, b) = match self.rng.random_range(0..3u8) {
