@@ -85,6 +85,15 @@ pub enum Violation {
         /// The activities running at `from`.
         running: Vec<String>,
     },
+    /// An activity starts when nothing ends, in a problem whose activities start only at
+    /// events ([`crate::ContendedProblem::launched_at_events`]: a GPU stream launches a kernel
+    /// only at 0, at its release or when some kernel ends).
+    BetweenEvents {
+        /// The activity's name.
+        activity: String,
+        /// Its start.
+        start: Time,
+    },
 }
 
 impl fmt::Display for Violation {
@@ -136,6 +145,10 @@ impl fmt::Display for Violation {
                 f,
                 "resource `{resource}` is used {usage} > capacity {capacity} during [{from}, {until}); running at {from}: {}",
                 running.join(", ")
+            ),
+            Violation::BetweenEvents { activity, start } => write!(
+                f,
+                "activity `{activity}` starts at {start}, when no activity ends (and not at 0 or its release)"
             ),
         }
     }

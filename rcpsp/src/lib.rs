@@ -41,6 +41,7 @@
 
 pub mod bounds;
 mod check;
+pub mod contended;
 pub mod generate;
 pub mod io;
 pub mod joint;
@@ -62,6 +63,9 @@ mod test_support;
 
 pub use bounds::{lower_bound, BoundKind, LowerBound};
 pub use check::{check, Violation, Violations};
+pub use contended::{
+    check_contended, verified_contended, ContendedProblem, ContentionError, Role, RATE_UNITS,
+};
 pub use io::{read_problem, ReadError};
 pub use justify::justify;
 pub use modal::{
