@@ -64,6 +64,7 @@
 //! `singlethread-cbc`, a global mutex that serialises every CBC solve in the process
 //! (concurrent solves without it returned wrong objective values with no error). Concurrent CBC solves are therefore safe but run one at a time.
 
+mod contended;
 mod model;
 mod modes;
 mod run;

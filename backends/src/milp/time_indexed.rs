@@ -33,21 +33,21 @@ use super::{Model, StartsFrom};
 
 /// `Z_j(t)`: a variable or a constant.
 #[derive(Clone, Copy, Debug)]
-enum Step {
+pub(super) enum Step {
     Var(Variable),
     Const(f64),
 }
 
 /// The step variables of one activity.
-struct Steps {
-    es: Time,
-    ls: Time,
-    vars: Vec<Variable>,
+pub(super) struct Steps {
+    pub(super) es: Time,
+    pub(super) ls: Time,
+    pub(super) vars: Vec<Variable>,
 }
 
 impl Steps {
     /// `Z(t)`.
-    fn at(&self, t: Time) -> Step {
+    pub(super) fn at(&self, t: Time) -> Step {
         if t < self.es {
             Step::Const(0.0)
         } else if t >= self.ls {
@@ -59,7 +59,7 @@ impl Steps {
 }
 
 /// Adds `coefficient * step` to `e`.
-fn add(e: &mut Expression, coefficient: f64, step: Step) {
+pub(super) fn add(e: &mut Expression, coefficient: f64, step: Step) {
     match step {
         Step::Var(v) => e.add_mul(coefficient, v),
         Step::Const(c) => *e += coefficient * c,
