@@ -10,7 +10,7 @@
 //!
 //! [`StreamPlan::from_starts`]: crate::plan::StreamPlan::from_starts
 
-use concerto_rcpsp::{Problem, ProblemBuilder, Schedule};
+use concerto_rcpsp::{ContendedProblem, Problem, ProblemBuilder, Role, Schedule};
 
 use crate::error::GraphError;
 use crate::ir::Graph;
@@ -70,6 +70,40 @@ pub fn lower(graph: &Graph, durations: &[u64]) -> Result<Lowered, GraphError> {
         problem: b.build()?,
         streams,
     })
+}
+
+/// Lowers `graph` as [`lower`] does, with contention as the simulator applies it
+/// ([`crate::simulate()`]): every op on a communication stream slows the others while it
+/// runs, by `contention` (the rate `round(1000 / contention)` thousandths per ns), and ops
+/// start only at events ([`ContendedProblem::launched_at_events`]). A timeline simulated with
+/// `contention` is then a schedule of the result with the same makespan
+/// ([`concerto_rcpsp::check_contended`] of [`schedule_of`]), and a schedule of the result is
+/// the simulated timeline of [`StreamPlan::from_timed`](crate::StreamPlan::from_timed): the
+/// contended problem's optimum is the best plan's simulated makespan. O(ops + dependencies).
+///
+/// Errors: those of [`lower`]; [`GraphError::InvalidPlan`] for a contention that is not a
+/// finite number of at least 1.
+pub fn lower_contended(
+    graph: &Graph,
+    durations: &[u64],
+    contention: f64,
+) -> Result<ContendedProblem, GraphError> {
+    let lowered = lower(graph, durations)?;
+    let roles = graph
+        .ops()
+        .map(|op| {
+            if Stream::of(op).is_comm() {
+                Role::Slowing
+            } else {
+                Role::Slowed
+            }
+        })
+        .collect();
+    ContendedProblem::with_factor(lowered.problem, roles, contention)
+        .map(ContendedProblem::launched_at_events)
+        .map_err(|e| GraphError::InvalidPlan {
+            reason: e.to_string(),
+        })
 }
 
 /// The schedule of a timeline's start times (valid for the lowered problem when the timeline

@@ -238,6 +238,66 @@ impl StreamPlan {
         StreamPlan::from_order(graph, &order)
     }
 
+    /// The plan that runs a timed schedule (start and end per op, e.g. an exact contended
+    /// model's) as timed: each stream launches its ops by start time (ties by program order)
+    /// with the waits of [`StreamPlan::new`], and an op that neither its stream's previous op
+    /// nor a dependency releases at its start also waits for an op of another stream that
+    /// ends exactly then (the first by id), so the simulator does not launch it earlier (a
+    /// collective held back to run beside less compute). When every start is 0, a release or
+    /// some op's end, the simulated timeline is the schedule itself. O(ops log ops + ops *
+    /// streams).
+    ///
+    /// Errors: a length other than the graph's, an end before its start, or the errors of
+    /// [`StreamPlan::new`].
+    pub fn from_timed(
+        graph: &Graph,
+        starts: &[u64],
+        ends: &[u64],
+    ) -> Result<StreamPlan, GraphError> {
+        if ends.len() != graph.len() {
+            return Err(GraphError::InvalidPlan {
+                reason: format!("{} end times for {} ops", ends.len(), graph.len()),
+            });
+        }
+        if let Some(o) = graph
+            .ids()
+            .find(|o| ends[o.0] < starts.get(o.0).copied().unwrap_or(0))
+        {
+            return Err(GraphError::InvalidPlan {
+                reason: format!("op `{}` ends before it starts", graph.op(o).name),
+            });
+        }
+        let mut plan = StreamPlan::from_starts(graph, starts)?;
+        // The first op (by id) ending at each time, with its stream.
+        let stream_of = |o: OpId| Stream::of(graph.op(o));
+        let mut ending: std::collections::BTreeMap<u64, Vec<OpId>> = Default::default();
+        for o in graph.ids().filter(|o| ends[o.0] > starts[o.0]) {
+            ending.entry(ends[o.0]).or_default().push(o);
+        }
+        let mut extra = Vec::new();
+        for (_, order) in &plan.streams {
+            for (i, &o) in order.iter().enumerate() {
+                let s = starts[o.0];
+                let released = s == 0
+                    || s <= graph.op(o).release_ns
+                    || (i > 0 && ends[order[i - 1].0] == s)
+                    || graph.predecessors(o).iter().any(|p| ends[p.0] == s);
+                if released {
+                    continue;
+                }
+                let by = ending
+                    .get(&s)
+                    .and_then(|ps| ps.iter().find(|&&p| stream_of(p) != stream_of(o)));
+                if let Some(&p) = by {
+                    extra.push((p, o));
+                }
+            }
+        }
+        plan.waits.extend(extra);
+        plan.validate(graph)?;
+        Ok(plan)
+    }
+
     /// Program order: every stream follows the graph's op order.
     pub fn program_order(graph: &Graph) -> Result<StreamPlan, GraphError> {
         let order: Vec<OpId> = graph.ids().collect();
@@ -572,6 +632,36 @@ mod tests {
             &[ar, b],
         );
         g.finish()
+    }
+
+    #[test]
+    fn a_timed_plan_holds_a_collective_back_to_the_end_that_explains_its_start() {
+        // a -> b -> c2 (inter-node, long) -> d; a -> c1 (intra-node, short).
+        let mut g = GraphBuilder::new("timed");
+        let a = g.add(Op::compute("a", ComputeClass::Gemm, 1, 1), &[]);
+        let b = g.add(Op::compute("b", ComputeClass::Gemm, 1, 1), &[a]);
+        let all_reduce =
+            |name: &str, link| Op::collective(name, CollectiveKind::AllReduce, 64, 8, link);
+        let c1 = g.add(all_reduce("c1", LinkClass::IntraNode), &[a]);
+        let c2 = g.add(all_reduce("c2", LinkClass::InterNode), &[b]);
+        g.add(Op::compute("d", ComputeClass::Gemm, 1, 1), &[c2]);
+        let g = g.finish();
+        let d = [2, 4, 2, 10, 1];
+        // c1 held back until b ends at 6, beside c2 rather than beside b.
+        let starts = [0, 2, 6, 6, 16];
+        let ends = [2, 6, 8, 16, 17];
+        let plan = StreamPlan::from_timed(&g, &starts, &ends).unwrap();
+        assert!(plan.waits.contains(&(b, c1)), "{:?}", plan.waits);
+        let t = crate::simulate::simulate(&g, &plan, &d, 2.0).unwrap();
+        assert_eq!((t.start, t.makespan), (starts.to_vec(), 17));
+        // The orders alone launch c1 at 2, beside b, which then ends at 7.
+        let early = StreamPlan::from_starts(&g, &starts).unwrap();
+        let t = crate::simulate::simulate(&g, &early, &d, 2.0).unwrap();
+        assert_eq!((t.start[c1.0], t.end[b.0], t.makespan), (2, 7, 18));
+        let e = StreamPlan::from_timed(&g, &starts, &ends[..4]).unwrap_err();
+        assert!(e.to_string().contains("4 end times for 5 ops"), "{e}");
+        let e = StreamPlan::from_timed(&g, &starts, &[2, 1, 8, 16, 17]).unwrap_err();
+        assert!(e.to_string().contains("`b` ends before it starts"), "{e}");
     }
 
     #[test]
