@@ -461,8 +461,8 @@ impl Milp {
     ///
     /// Errors: invalid limits or an initial schedule that fails [`check_contended`]
     /// ([`SolveError::InvalidInitial`]); [`SolveError::Unsupported`] when the model would have
-    /// more than [`MilpConfig::max_time_indexed_binaries`](super::MilpConfig) binaries (use a
-    /// coarser time unit) or when no starting schedule is known (the heuristic found none
+    /// more binaries or time units than
+    /// [`MilpConfig::max_time_indexed_binaries`](super::MilpConfig) (use a coarser time unit) or when no starting schedule is known (the heuristic found none
     /// within the deadlines: pass one); a backend failure.
     pub fn solve_contended(
         &self,
@@ -502,13 +502,15 @@ impl Milp {
                 None => run.finish(None, bound, Status::Infeasible, 0),
             };
         }
-        let size = binaries(problem, cap);
+        // Rows and indicators are per unit of the horizon, binaries per unit of slack.
+        let size = binaries(problem, cap).max(usize::try_from(cap).unwrap_or(usize::MAX));
         if size > self.config.max_time_indexed_binaries {
             return Err(SolveError::Unsupported {
                 solver: run.name.to_owned(),
                 reason: format!(
-                    "the contended model for horizon {cap} needs {size} binaries, more than \
-                     the configured {}: coarsen the time unit",
+                    "the contended model for horizon {cap} needs {} binaries and {cap} time \
+                     units, more than the configured {}: coarsen the time unit",
+                    binaries(problem, cap),
                     self.config.max_time_indexed_binaries
                 ),
             });

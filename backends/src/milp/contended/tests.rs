@@ -74,6 +74,23 @@ fn a_bad_initial_schedule_and_an_oversized_model_are_named() {
         .solve_contended(&p, &Limits::default())
         .expect_err("too large");
     assert!(e.to_string().contains("coarsen the time unit"), "{e}");
+    // Few binaries over a long horizon: refused before anything is allocated per unit.
+    let mut b = ProblemBuilder::new();
+    let c = b.resource("compute", 1);
+    let a = b.activity("a", 1 << 40);
+    let x = b.activity("x", 1 << 40);
+    b.demand(a, c, 1);
+    b.demand(x, c, 1);
+    let long = ContendedProblem::new(
+        b.build().expect("valid"),
+        vec![Role::Slowed, Role::Slowing],
+        500,
+    )
+    .expect("valid");
+    let e = microlp()
+        .solve_contended(&long, &Limits::default())
+        .expect_err("too long");
+    assert!(e.to_string().contains("time units"), "{e}");
 }
 
 /// A random contended problem: 2 to 4 activities of work 0 to 3, on 1 or 2 resources of
