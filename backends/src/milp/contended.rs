@@ -57,7 +57,7 @@ use concerto_rcpsp::{
 use good_lp::{variable, Expression, Variable};
 
 use super::time_indexed::{add, Step, Steps};
-use super::{margin, verdict, Milp, Model, RawResult, RawStatus, RunOptions, StartsFrom, Verdict};
+use super::{verdict, Milp, Model, RawResult, RawStatus, RunOptions, StartsFrom, Verdict};
 
 /// The step variables of a model: starts of every activity, finishes of the slowed ones.
 struct Vars {
@@ -522,16 +522,7 @@ impl Milp {
             };
         }
         let (model, starts) = build(problem, bound, cap);
-        let options = RunOptions {
-            time_limit: run.clock.remaining().map(|left| {
-                left.saturating_sub(margin(limits))
-                    .max(std::time::Duration::from_millis(1))
-            }),
-            threads: limits.threads,
-            seed: limits.seed,
-            mip_gap: self.config.mip_gap,
-            work_limit: limits.work_limit,
-        };
+        let options = RunOptions::new(&run.clock, limits, self.config.mip_gap);
         let raw = self
             .run(model, &options, &run.clock, limits)
             .map_err(|message| SolveError::Backend {

@@ -80,13 +80,11 @@ mod highs;
 mod microlp;
 
 use std::ops::ControlFlow;
-use std::time::Duration;
 
 pub use modes::{MilpModal, MAX_MODAL_BINARIES};
 pub use selection::{default_backend, Chosen, Selection};
 
 pub(crate) use model::{Model, RawResult, RawStatus, RunOptions, StartsFrom};
-pub(crate) use run::margin;
 
 use concerto_rcpsp::{
     check, lower_bound, verified, Clock, Heuristic, HeuristicConfig, Limits, Outcome, Problem,
@@ -240,18 +238,7 @@ impl Solver for Milp {
             ControlFlow::Break(outcome) => return outcome,
         };
         let (model, starts) = self.build(problem, plan.horizon, plan.warm.as_ref());
-        // The backend's own limit ends a little before the deadline so that its answer (with
-        // its bound) arrives before the caller stops waiting for it.
-        let options = RunOptions {
-            time_limit: run.clock.remaining().map(|left| {
-                left.saturating_sub(margin(limits))
-                    .max(Duration::from_millis(1))
-            }),
-            threads: limits.threads,
-            seed: limits.seed,
-            mip_gap: self.config.mip_gap,
-            work_limit: limits.work_limit,
-        };
+        let options = RunOptions::new(&run.clock, limits, self.config.mip_gap);
         let raw = self
             .run(model, &options, &run.clock, limits)
             .map_err(|message| SolveError::Backend {

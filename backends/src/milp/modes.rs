@@ -128,16 +128,7 @@ impl ModalSolver for MilpModal {
                 None => run.finish(None, window.mandatory_bound, Status::Unknown(reason)),
             };
         }
-        let options = RunOptions {
-            time_limit: run.clock.remaining().map(|left| {
-                left.saturating_sub(super::margin(limits))
-                    .max(std::time::Duration::from_millis(1))
-            }),
-            threads: limits.threads,
-            seed: limits.seed,
-            mip_gap: 0.0,
-            work_limit: limits.work_limit,
-        };
+        let options = RunOptions::new(&run.clock, limits, 0.0);
         let raw = self
             .milp
             .run(model, &options, &run.clock, limits)

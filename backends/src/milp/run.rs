@@ -18,6 +18,24 @@ pub(crate) fn margin(limits: &Limits) -> Duration {
     })
 }
 
+impl RunOptions {
+    /// The options of a solve with `limits` on `clock`: the backend's own time limit ends
+    /// [`margin`] before the deadline (at least 1 ms), so that its answer, with its bound,
+    /// arrives before the caller stops waiting for it.
+    pub(crate) fn new(clock: &Clock, limits: &Limits, mip_gap: f64) -> Self {
+        RunOptions {
+            time_limit: clock.remaining().map(|left| {
+                left.saturating_sub(margin(limits))
+                    .max(Duration::from_millis(1))
+            }),
+            threads: limits.threads,
+            seed: limits.seed,
+            mip_gap,
+            work_limit: limits.work_limit,
+        }
+    }
+}
+
 impl Milp {
     /// Runs the backend on a worker thread and waits for it until the deadline (see the module
     /// docs).

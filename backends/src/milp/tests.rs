@@ -1,5 +1,7 @@
 //! Tests of the MILP backends.
 
+use std::time::Duration;
+
 use concerto_rcpsp::read_problem;
 use good_lp::Variable;
 
