@@ -462,8 +462,9 @@ impl Milp {
     /// Errors: invalid limits or an initial schedule that fails [`check_contended`]
     /// ([`SolveError::InvalidInitial`]); [`SolveError::Unsupported`] when the model would have
     /// more binaries or time units than
-    /// [`MilpConfig::max_time_indexed_binaries`](super::MilpConfig) (use a coarser time unit) or when no starting schedule is known (the heuristic found none
-    /// within the deadlines: pass one); a backend failure.
+    /// [`MilpConfig::max_time_indexed_binaries`](super::MilpConfig) (use a coarser time
+    /// unit), or when no starting schedule is known (the heuristic found none within the
+    /// deadlines: pass one); a backend failure.
     pub fn solve_contended(
         &self,
         problem: &ContendedProblem,
