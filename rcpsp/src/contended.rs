@@ -19,6 +19,12 @@
 //! schedule of the contended problem, and every contended schedule is one of the
 //! contention-free [`ContendedProblem::problem`]; so that problem's lower bounds hold.
 //!
+//! A problem may also require starts at events ([`ContendedProblem::launched_at_events`]):
+//! at 0, at the activity's release, or when an activity of positive duration ends, which is
+//! when a GPU stream launches a kernel. Then the contended optimum is the best plan's simulated
+//! makespan, not only a bound on it: a schedule may otherwise hold a collective back to a
+//! time at which nothing ends, which no plan can. A worst-case schedule may break this rule.
+//!
 //! [`exhaustive`] enumerates every integer start vector up to a horizon: the reference the
 //! exact contended models are tested against (exponential: for a handful of activities).
 //!
