@@ -263,7 +263,8 @@ fn a_node_limit_stops_native_backends_deterministically() {
     }
 }
 
-fn backends() -> Vec<Backend> {
+/// Every MILP backend this build has.
+pub(super) fn backends() -> Vec<Backend> {
     vec![
         #[cfg(feature = "microlp")]
         Backend::Microlp,

@@ -184,24 +184,29 @@ fn windows() -> impl Strategy<Value = ContendedProblem> {
     })
 }
 
-#[cfg(feature = "microlp")]
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
-    /// The model's optimum is the contended optimum: the enumeration of every schedule of
-    /// makespan at most the model's (and more) finds none shorter, and the model's schedule
-    /// passes the contended check with the makespan it reports.
+    /// The model's optimum is the contended optimum, on every backend of the build: the
+    /// enumeration of every schedule of makespan at most the model's (and more) finds none
+    /// shorter, and the model's schedule passes the contended check with the makespan it
+    /// reports.
     #[test]
     fn the_model_matches_the_enumeration(
         p in prop_oneof![problems(), windows()],
         events in any::<bool>(),
     ) {
         let p = if events { p.launched_at_events() } else { p };
-        let o = microlp().solve_contended(&p, &Limits::default()).expect("solves");
-        prop_assert_eq!(o.status, Status::Optimal);
-        let m = o.makespan.expect("a schedule");
-        let (_, best) = exhaustive(&p, m).expect("the model's schedule is within its makespan");
-        prop_assert_eq!(best, m);
-        prop_assert_eq!(o.lower_bound, m);
+        let mut optimum = None;
+        for backend in crate::milp::tests::backends() {
+            let o = Milp::new(backend).solve_contended(&p, &Limits::default()).expect("solves");
+            prop_assert_eq!(o.status, Status::Optimal);
+            let m = o.makespan.expect("a schedule");
+            prop_assert_eq!(o.lower_bound, m);
+            let best = *optimum.get_or_insert_with(|| {
+                exhaustive(&p, m).expect("the model's schedule is within its makespan").1
+            });
+            prop_assert_eq!(m, best, "{}", backend.name());
+        }
     }
 }
