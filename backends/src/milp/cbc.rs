@@ -81,7 +81,11 @@ pub(crate) fn run(model: Model, options: &RunOptions) -> Result<RawResult, Strin
     };
     Ok(RawResult {
         status,
-        values: has_solution.then(|| raw.col_solution().to_vec()),
+        // CBC 2.10.8 keeps values beside a proof of infeasibility (a contended model capped
+        // below its optimum came back "infeasible" with objective 3 and values that break a
+        // work row): they are no solution.
+        values: (has_solution && status != RawStatus::Infeasible)
+            .then(|| raw.col_solution().to_vec()),
         bound: (!distrusted && bound.is_finite() && bound.abs() < 1e49).then_some(bound),
         // coin_cbc's safe API has no node count (`Cbc_getNodeCount` is only in the raw
         // bindings, which this crate, forbidding unsafe code, does not call).
