@@ -34,7 +34,7 @@
 use crate::check::{check, Violation, Violations};
 use crate::problem::{Problem, ProblemBuilder, ProblemError, Time};
 use crate::schedule::Schedule;
-use crate::solver::{Outcome, SolveError};
+use crate::solver::{verified_by, Outcome, SolveError};
 
 /// Work units per time unit at full speed.
 pub const RATE_UNITS: u64 = 1000;
@@ -251,8 +251,12 @@ impl ContendedProblem {
     /// overflows.
     pub fn realised(&self, schedule: &Schedule) -> Option<Problem> {
         let starts = schedule.starts();
-        let ends = self.ends(starts)?;
-        let durations: Vec<Time> = starts.iter().zip(&ends).map(|(s, e)| e - s).collect();
+        self.realised_with(starts, &self.ends(starts)?)
+    }
+
+    /// [`Self::realised`] with the `ends` of `starts` already known.
+    fn realised_with(&self, starts: &[Time], ends: &[Time]) -> Option<Problem> {
+        let durations: Vec<Time> = starts.iter().zip(ends).map(|(s, e)| e - s).collect();
         with_durations(&self.problem, &durations).ok()
     }
 
@@ -340,12 +344,15 @@ pub fn check_contended(
         // Missing or extra starts: the contention-free check names them.
         check(&problem.problem, schedule)?;
     }
-    match problem.realised(schedule) {
-        Some(realised) => {
+    let ends = problem.ends(schedule.starts());
+    match ends
+        .as_deref()
+        .and_then(|ends| Some((problem.realised_with(schedule.starts(), ends)?, ends)))
+    {
+        Some((realised, ends)) => {
             let checked = check(&realised, schedule);
-            let ends = problem.ends(schedule.starts()).unwrap_or_default();
             let between: Vec<Violation> = problem
-                .between_events(schedule.starts(), &ends)
+                .between_events(schedule.starts(), ends)
                 .map(|a| Violation::BetweenEvents {
                     activity: problem.problem.activities()[a].name.clone(),
                     start: schedule.starts()[a],
@@ -393,30 +400,23 @@ pub fn verified_contended(
     problem: &ContendedProblem,
     outcome: Outcome,
 ) -> Result<Outcome, SolveError> {
-    if let Some(s) = &outcome.schedule {
+    let (solver, reported) = (outcome.solver.clone(), outcome.makespan);
+    verified_by(outcome, |s| {
         let makespan =
             check_contended(problem, s).map_err(|violations| SolveError::InvalidAnswer {
-                solver: outcome.solver.clone(),
+                solver: solver.clone(),
                 violations,
             })?;
-        if outcome.makespan != Some(makespan) {
+        if reported != Some(makespan) {
             return Err(SolveError::Backend {
-                solver: outcome.solver.clone(),
+                solver,
                 message: format!(
-                    "reports makespan {:?} for a schedule whose contended makespan is {makespan}",
-                    outcome.makespan
+                    "reports makespan {reported:?} for a schedule whose contended makespan is {makespan}"
                 ),
             });
         }
-        if outcome.lower_bound > makespan {
-            return Err(SolveError::InconsistentBound {
-                solver: outcome.solver.clone(),
-                lower_bound: outcome.lower_bound,
-                makespan,
-            });
-        }
-    }
-    Ok(outcome)
+        Ok(makespan)
+    })
 }
 
 /// The best schedule of `problem` whose every start lies in `[release, horizon - duration]`,

@@ -522,11 +522,21 @@ pub trait Solver: Send + Sync {
 /// [`SolveError::InconsistentBound`]. Every solver passes its outcome through this before
 /// returning it.
 pub fn verified(problem: &Problem, outcome: Outcome) -> Result<Outcome, SolveError> {
+    let solver = outcome.solver.clone();
+    verified_by(outcome, |s| {
+        check(problem, s).map_err(|violations| SolveError::InvalidAnswer { solver, violations })
+    })
+}
+
+/// `outcome`, checked: its schedule's makespan by `check` (which errors on a schedule it
+/// refuses), and the lower bound not above it. What [`verified`] and
+/// [`verified_contended`](crate::verified_contended) share.
+pub(crate) fn verified_by(
+    outcome: Outcome,
+    check: impl FnOnce(&Schedule) -> Result<Time, SolveError>,
+) -> Result<Outcome, SolveError> {
     if let Some(s) = &outcome.schedule {
-        let makespan = check(problem, s).map_err(|violations| SolveError::InvalidAnswer {
-            solver: outcome.solver.clone(),
-            violations,
-        })?;
+        let makespan = check(s)?;
         if outcome.lower_bound > makespan {
             return Err(SolveError::InconsistentBound {
                 solver: outcome.solver.clone(),
