@@ -27,7 +27,32 @@
 //! so the bound holds for simulated makespans exactly. Without contention (`c = 1`) it is the
 //! Jackson argument's `r + W + q` and adds nothing. Cost: O(THRESHOLDS * (n + collectives))
 //! per compute stream.
+//!
+//! **Overlap caps** ([`overlap_caps`]). `O <= C` assumes every collective can be hidden behind
+//! compute. While a collective `x` runs, the stream can run only ops that are neither
+//! ancestors nor descendants of `x`; their work `I(x)`, slowed throughout, takes at most
+//! `I(x) c` plus 1 ns of rounding per op. For a group `G` of collectives (which never run at
+//! once on one channel, and whose overlaps add up in any case), the ops that can run beside
+//! any of them are the union `U_G` of those sets, so the time `G` hides is at most
+//! `min(sum_G d, c W(U_G) + |U_G|)`. Summed over a split of the collectives into groups, this
+//! caps `O <= S`, and `T - q - r >= W + C - min(C, S) / c`, which grows with `C`:
+//!
+//! `T >= r + q + W + (C - min(C, S)) + (1 - 1/c) min(C, S)`.
+//!
+//! The groups are runs of collectives in program order, the best split found by a shortest
+//! path over the runs (`grouped_cap`). The forward all-reduces of a tensor-parallel step each
+//! sit between the GEMM that produces their tensor and the one that consumes it; the few side
+//! ops that could hide them are the same for all of them and count once, so the all-reduces
+//! count at nearly their full length instead of at `1 - 1/c` of it. This is the overlap
+//! argument of the one-machine bounds with the independent sets of Carlier and Pinson's
+//! adjusted heads and tails, applied to the time a channel can hide. Cost: O((n + e) k / 64)
+//! for the reachability bitsets and O(n k + k^2) per compute stream for `k` collectives, within
+//! [`GROUP_MAX_BITS`] and [`GROUP_MAX_COLLECTIVES`]; above them each collective is its own
+//! group, with `I(x)` the stream's work less the ancestor and descendant sums of the energy
+//! heads (exact for the collectives their budget covers, a lower bound, so a larger `I(x)`, for
+//! the rest), O(k) per compute stream.
 
+use super::energy::PerStream;
 use super::Dag;
 
 /// Most head thresholds tried per compute stream.
@@ -48,10 +73,164 @@ pub(super) fn rates(contention: f64) -> Option<(u64, u64)> {
     (lost > 0).then_some((slowed, lost))
 }
 
+/// Most `ops x collectives` for which [`overlap_caps`] builds the independence sets and groups
+/// collectives (8 MiB of bits each way); above it, every collective is its own group.
+pub(super) const GROUP_MAX_BITS: usize = 1 << 26;
+
+/// Most collectives [`overlap_caps`] groups (its table has one entry per pair).
+pub(super) const GROUP_MAX_COLLECTIVES: usize = 1024;
+
+/// Per stream index: the overlap cap `S` of a compute stream (see the module docs), from
+/// `anc` and `desc` (lower bounds on each collective's ancestor and descendant sums per
+/// stream); `u64::MAX` for the channels, and for every stream at `contention = 1`.
+pub(super) fn overlap_caps(
+    dag: &Dag,
+    durations: &[u64],
+    anc: &PerStream,
+    desc: &PerStream,
+    contention: f64,
+) -> Vec<u64> {
+    let mut caps = vec![u64::MAX; dag.streams.len()];
+    let Some((slowed, _)) = rates(contention) else {
+        return caps;
+    };
+    // Slowed throughout, `work` ns of compute take `work * UNITS / slowed` ns, plus 1 ns of
+    // rounding per op.
+    let slowed_ns = |work: u64, ops: u64| -> u64 {
+        let t = (u128::from(work) * u128::from(UNITS)).div_ceil(u128::from(slowed));
+        (t.min(u128::from(u64::MAX)) as u64).saturating_add(ops)
+    };
+    let comm: Vec<usize> = (0..dag.n).filter(|&v| dag.is_target(v)).collect();
+    let related = (comm.len() <= GROUP_MAX_COLLECTIVES
+        && dag.n.saturating_mul(comm.len()) <= GROUP_MAX_BITS)
+        .then(|| Related::new(dag, &comm));
+    for (s, ops) in dag.by_stream().iter().enumerate() {
+        if ops.is_empty() || dag.streams[s].is_comm() {
+            continue;
+        }
+        let work = ops
+            .iter()
+            .fold(0u64, |a, &v| a.saturating_add(durations[v]));
+        let count = ops.len() as u64;
+        caps[s] = match &related {
+            Some(related) => grouped_cap(related, ops, durations, &comm, slowed_ns),
+            None => comm.iter().fold(0u64, |cap, &x| {
+                let independent = work
+                    .saturating_sub(anc.at(s, x))
+                    .saturating_sub(desc.at(s, x));
+                cap.saturating_add(durations[x].min(slowed_ns(independent, count)))
+            }),
+        };
+    }
+    caps
+}
+
+/// Which collectives each op follows and precedes: bitsets over the collectives (in program
+/// order), one row of `words` per op. O((n + e) k / 64) time and `2 n k / 8` bytes.
+struct Related {
+    words: usize,
+    anc: Vec<u64>,
+    desc: Vec<u64>,
+}
+
+impl Related {
+    fn new(dag: &Dag, comm: &[usize]) -> Related {
+        let (n, words) = (dag.n, comm.len().div_ceil(64));
+        let mut index = vec![usize::MAX; n];
+        for (i, &x) in comm.iter().enumerate() {
+            index[x] = i;
+        }
+        let mut anc = vec![0u64; n * words];
+        for v in 0..n {
+            for &p in dag.preds(v) {
+                let (before, rest) = anc.split_at_mut(v * words);
+                let mine = &mut rest[..words];
+                for (m, a) in mine.iter_mut().zip(&before[p * words..(p + 1) * words]) {
+                    *m |= *a;
+                }
+                if index[p] != usize::MAX {
+                    mine[index[p] / 64] |= 1 << (index[p] % 64);
+                }
+            }
+        }
+        let mut desc = vec![0u64; n * words];
+        for v in (0..n).rev() {
+            for &w in dag.succs(v) {
+                let (low, high) = desc.split_at_mut(w * words);
+                let mine = &mut low[v * words..(v + 1) * words];
+                for (m, t) in mine.iter_mut().zip(&high[..words]) {
+                    *m |= *t;
+                }
+                if index[w] != usize::MAX {
+                    mine[index[w] / 64] |= 1 << (index[w] % 64);
+                }
+            }
+        }
+        Related { words, anc, desc }
+    }
+
+    /// Whether op `v` may run while the `i`-th collective does: neither is above the other.
+    fn independent(&self, v: usize, i: usize) -> bool {
+        let (w, bit) = (v * self.words + i / 64, 1u64 << (i % 64));
+        self.anc[w] & bit == 0 && self.desc[w] & bit == 0
+    }
+}
+
+/// The overlap cap of one compute stream's `ops` over groups of collectives: the collectives,
+/// in program order, split into runs; a run `G` hides at most `min(sum_G d, c W(U_G) + |U_G|)`
+/// (`U_G` the ops independent of some collective of `G`: only they run while `G` does), and
+/// the best split is a shortest path over the runs' ends. Singleton runs give the per-collective
+/// cap of the module docs; a run of collectives that share their independent compute (the
+/// forward all-reduces of tensor parallelism, which only a few side ops can hide) counts that
+/// compute once. O(n k + k^2) for `k` collectives.
+fn grouped_cap(
+    related: &Related,
+    ops: &[usize],
+    durations: &[u64],
+    comm: &[usize],
+    slowed_ns: impl Fn(u64, u64) -> u64,
+) -> u64 {
+    let k = comm.len();
+    // `joins[i * k + j]`: work and ops that first become independent at `j` of a run from `i`.
+    let mut joins = vec![(0u64, 0u64); k * k];
+    let mut next = vec![usize::MAX; k + 1];
+    for &v in ops {
+        for i in (0..k).rev() {
+            next[i] = if related.independent(v, i) {
+                i
+            } else {
+                next[i + 1]
+            };
+        }
+        for i in 0..k {
+            if next[i] != usize::MAX {
+                let e = &mut joins[i * k + next[i]];
+                *e = (e.0.saturating_add(durations[v]), e.1 + 1);
+            }
+        }
+    }
+    // best[j]: the least cap of the first j collectives.
+    let mut best = vec![u64::MAX; k + 1];
+    best[0] = 0;
+    for i in 0..k {
+        let (mut length, mut work, mut count) = (0u64, 0u64, 0u64);
+        for j in i..k {
+            length = length.saturating_add(durations[comm[j]]);
+            let (w, c) = joins[i * k + j];
+            work = work.saturating_add(w);
+            count += c;
+            let cap = best[i].saturating_add(length.min(slowed_ns(work, count)));
+            best[j + 1] = best[j + 1].min(cap);
+        }
+    }
+    best[k]
+}
+
 /// The contended bound (see the module docs) over every compute stream, with `head` and `tail`
 /// (any valid heads and tails: longest paths or energy ones) and the contention factor
-/// `contention`, the two-threshold windows within `grid_work` ([`grid`]); `None` without a
-/// compute stream or a collective, or at `contention = 1`.
+/// `contention`, the two-threshold windows within `grid_work` ([`grid`]), and the overlap caps
+/// `caps` per stream index ([`overlap_caps`]; `None`: every collective may be hidden);
+/// `None` without a compute stream or a collective, or at `contention = 1`.
 pub(super) fn contended(
     dag: &Dag,
     durations: &[u64],
@@ -59,6 +238,7 @@ pub(super) fn contended(
     tail: &[u64],
     contention: f64,
     grid_work: usize,
+    caps: Option<&[u64]>,
 ) -> Option<(u64, usize)> {
     let (_, lost) = rates(contention)?;
     let streams = dag.streams.len();
@@ -117,7 +297,10 @@ pub(super) fn contended(
                 })
                 .max()
                 .unwrap_or(0);
-            let extra = (u128::from(c) * u128::from(lost) / u128::from(UNITS)) as u64;
+            // At most `cap` of `c` overlaps the stream's compute; the rest is exposed.
+            let hidden = c.min(caps.map_or(u64::MAX, |caps| caps[s]));
+            let extra = (c - hidden)
+                .saturating_add((u128::from(hidden) * u128::from(lost) / u128::from(UNITS)) as u64);
             let value = r.saturating_add(q).saturating_add(w).saturating_add(extra);
             if best.is_none_or(|(b, _)| value > b) {
                 best = Some((value, s));

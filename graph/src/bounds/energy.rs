@@ -263,6 +263,17 @@ pub(super) fn exact_sums(dag: &Dag, durations: &[u64], chosen: &[usize]) -> (Per
 /// Energy heads and tails of `dag` (see the module docs), at least `head` and `tail` (the
 /// longest paths), with exact sums for the collectives `budget` allows.
 pub(super) fn energy_horizons(dag: &Dag, durations: &[u64], budget: u64) -> Horizons {
+    energy_horizons_and_sums(dag, durations, budget).0
+}
+
+/// [`energy_horizons`] and the sums it used, `(horizons, anc, desc)`: `anc.at(s, v)` is at
+/// most the total duration of the ancestors of `v` on stream `s` (exactly it for the chosen
+/// collectives), and `desc` the same for descendants.
+pub(super) fn energy_horizons_and_sums(
+    dag: &Dag,
+    durations: &[u64],
+    budget: u64,
+) -> (Horizons, PerStream, PerStream) {
     let n = dag.n;
     let streams = dag.streams.len();
     let (chosen, work) = select(dag, durations, budget);
@@ -323,11 +334,12 @@ pub(super) fn energy_horizons(dag: &Dag, durations: &[u64], budget: u64) -> Hori
         }
         tail[v] = q;
     }
-    Horizons {
+    let horizons = Horizons {
         head,
         tail,
         exact_collectives: chosen.len(),
         collectives: (0..n).filter(|&v| dag.is_target(v)).count(),
         work,
-    }
+    };
+    (horizons, anc, desc)
 }

@@ -37,8 +37,11 @@
 //! - **contended** ([`bounds_contended`], with contention `c > 1` only): a compute stream's
 //!   work plus `(1 - 1/c)` times the collectives that must run inside its window, plus the
 //!   window's head and tail: what the slowdown costs a compute-bound step (proof in
-//!   `contended.rs`). It bounds the contended simulated makespan, not the contention-free
-//!   one. O(256 n) per compute stream. Reported under the same kind, its *pivot* form
+//!   `contended.rs`). The collectives count at full length where the compute that could
+//!   hide them is too little (overlap caps: the ops independent of a run of collectives, whose
+//!   work slowed is all the time that run can hide). It bounds the contended simulated
+//!   makespan, not the contention-free one. O(256 n) per compute stream, plus the caps'
+//!   O((n + e) k / 64 + n k + k^2) for `k` collectives. Reported under the same kind, its *pivot* form
 //!   (`pivot.rs`): a collective `x` whose chain (its descendants on its channel) must run
 //!   after it starts; the compute not above `x` may end after that start only by bringing
 //!   its own collectives into the chain's stretch, so the stretch counts at full length rather
@@ -366,7 +369,7 @@ fn bounds_with(graph: &Graph, durations: &[u64], budget: u64, contention: f64) -
             stream: Some(s),
         });
     }
-    let h = energy::energy_horizons(&dag, &d, budget);
+    let (h, anc, desc) = energy::energy_horizons_and_sums(&dag, &d, budget);
     if let Some((value_ns, s)) = per_stream(&h.head, &h.tail) {
         all.push(Bound {
             kind: BoundKind::EnergyJackson,
@@ -377,8 +380,11 @@ fn bounds_with(graph: &Graph, durations: &[u64], budget: u64, contention: f64) -
     // The two-threshold windows' work shrinks with the energy budget (a short time limit).
     let grid = (contended::GRID_WORK as u128 * u128::from(budget.min(ENERGY_WORK_BUDGET))
         / u128::from(ENERGY_WORK_BUDGET)) as usize;
-    let plain = contended::contended(&dag, &d, &head, &tail, contention, grid);
-    let energy = contended::contended(&dag, &d, &h.head, &h.tail, contention, grid);
+    let caps = contended::overlap_caps(&dag, &d, &anc, &desc, contention);
+    drop((anc, desc));
+    let caps = Some(caps.as_slice());
+    let plain = contended::contended(&dag, &d, &head, &tail, contention, grid, caps);
+    let energy = contended::contended(&dag, &d, &h.head, &h.tail, contention, grid, caps);
     // The pivot bound's thresholds and pivots shrink with the budget too.
     let count =
         (contended::THRESHOLDS * grid / contended::GRID_WORK).clamp(16, contended::THRESHOLDS);
