@@ -40,7 +40,9 @@
 //! `T >= r + q + W + (C - min(C, S)) + (1 - 1/c) min(C, S)`.
 //!
 //! The groups are runs of collectives in program order, the best split found by a shortest
-//! path over the runs (`grouped_cap`). The forward all-reduces of a tensor-parallel step each
+//! path over the runs (`grouped_cap`). Only the window's ops `J` count in `O`, so a window's
+//! cap counts the ops with a head at least `r` and a tail at least `q` (a superset of `J`)
+//! where [`WINDOW_CAPS_WORK`] allows, and the stream's cap elsewhere. The forward all-reduces of a tensor-parallel step each
 //! sit between the GEMM that produces their tensor and the one that consumes it; the few side
 //! ops that could hide them are the same for all of them and count once, so the all-reduces
 //! count at nearly their full length instead of at `1 - 1/c` of it. This is the overlap
@@ -80,30 +82,66 @@ pub(super) const GROUP_MAX_BITS: usize = 1 << 26;
 /// Most collectives [`overlap_caps`] groups (its table has one entry per pair).
 pub(super) const GROUP_MAX_COLLECTIVES: usize = 1024;
 
-/// Per stream index: the overlap cap `S` of a compute stream (see the module docs), from
-/// `anc` and `desc` (lower bounds on each collective's ancestor and descendant sums per
-/// stream); `u64::MAX` for the channels, and for every stream at `contention = 1`.
+/// Most counted work of the caps per window ([`Caps::within`]: windows times `(ops x
+/// collectives + collectives^2)` per compute stream, about 1 ns each); above it, every window
+/// of the stream uses the stream's cap.
+pub(super) const WINDOW_CAPS_WORK: usize = 50_000_000;
+
+/// The overlap caps of the compute streams (see the module docs).
+pub(super) struct Caps {
+    /// Per stream index: the cap over all the stream's ops; `u64::MAX` for the channels.
+    all: Vec<u64>,
+    /// The reachability of the collectives and the collectives, when small enough to group.
+    grouped: Option<(Related, Vec<usize>)>,
+    /// The simulator's slowed rate (units per ns).
+    slowed: u64,
+}
+
+impl Caps {
+    /// Slowed throughout, `work` ns of compute in `ops` ops take `work * UNITS / slowed` ns,
+    /// plus 1 ns of rounding per op.
+    fn slowed_ns(&self, work: u64, ops: u64) -> u64 {
+        let t = (u128::from(work) * u128::from(UNITS)).div_ceil(u128::from(self.slowed));
+        (t.min(u128::from(u64::MAX)) as u64).saturating_add(ops)
+    }
+
+    /// The cap of the ops `ops` of a compute stream alone (a window's `J`), grouped; `None`
+    /// when the collectives are not grouped.
+    fn within(&self, ops: &[usize], durations: &[u64]) -> Option<u64> {
+        let (related, comm) = self.grouped.as_ref()?;
+        Some(grouped_cap(related, ops, durations, comm, |w, c| {
+            self.slowed_ns(w, c)
+        }))
+    }
+
+    /// Whether [`Caps::within`] fits `windows` windows of a stream of `ops` ops.
+    fn per_window(&self, windows: usize, ops: usize) -> bool {
+        self.grouped.as_ref().is_some_and(|(_, comm)| {
+            let k = comm.len();
+            windows.saturating_mul(ops.saturating_mul(k).saturating_add(k * k)) <= WINDOW_CAPS_WORK
+        })
+    }
+}
+
+/// The overlap caps (see the module docs), from `anc` and `desc` (lower bounds on each
+/// collective's ancestor and descendant sums per stream); `None` at `contention = 1`.
 pub(super) fn overlap_caps(
     dag: &Dag,
     durations: &[u64],
     anc: &PerStream,
     desc: &PerStream,
     contention: f64,
-) -> Vec<u64> {
-    let mut caps = vec![u64::MAX; dag.streams.len()];
-    let Some((slowed, _)) = rates(contention) else {
-        return caps;
-    };
-    // Slowed throughout, `work` ns of compute take `work * UNITS / slowed` ns, plus 1 ns of
-    // rounding per op.
-    let slowed_ns = |work: u64, ops: u64| -> u64 {
-        let t = (u128::from(work) * u128::from(UNITS)).div_ceil(u128::from(slowed));
-        (t.min(u128::from(u64::MAX)) as u64).saturating_add(ops)
-    };
+) -> Option<Caps> {
+    let (slowed, _) = rates(contention)?;
     let comm: Vec<usize> = (0..dag.n).filter(|&v| dag.is_target(v)).collect();
     let related = (comm.len() <= GROUP_MAX_COLLECTIVES
         && dag.n.saturating_mul(comm.len()) <= GROUP_MAX_BITS)
         .then(|| Related::new(dag, &comm));
+    let mut caps = Caps {
+        all: vec![u64::MAX; dag.streams.len()],
+        grouped: related.map(|r| (r, comm.clone())),
+        slowed,
+    };
     for (s, ops) in dag.by_stream().iter().enumerate() {
         if ops.is_empty() || dag.streams[s].is_comm() {
             continue;
@@ -112,17 +150,17 @@ pub(super) fn overlap_caps(
             .iter()
             .fold(0u64, |a, &v| a.saturating_add(durations[v]));
         let count = ops.len() as u64;
-        caps[s] = match &related {
-            Some(related) => grouped_cap(related, ops, durations, &comm, slowed_ns),
+        caps.all[s] = match caps.within(ops, durations) {
+            Some(cap) => cap,
             None => comm.iter().fold(0u64, |cap, &x| {
                 let independent = work
                     .saturating_sub(anc.at(s, x))
                     .saturating_sub(desc.at(s, x));
-                cap.saturating_add(durations[x].min(slowed_ns(independent, count)))
+                cap.saturating_add(durations[x].min(caps.slowed_ns(independent, count)))
             }),
         };
     }
-    caps
+    Some(caps)
 }
 
 /// Which collectives each op follows and precedes: bitsets over the collectives (in program
@@ -229,8 +267,9 @@ fn grouped_cap(
 /// The contended bound (see the module docs) over every compute stream, with `head` and `tail`
 /// (any valid heads and tails: longest paths or energy ones) and the contention factor
 /// `contention`, the two-threshold windows within `grid_work` ([`grid`]), and the overlap caps
-/// `caps` per stream index ([`overlap_caps`]; `None`: every collective may be hidden);
-/// `None` without a compute stream or a collective, or at `contention = 1`.
+/// `caps` ([`overlap_caps`]: per window `J` where [`WINDOW_CAPS_WORK`] allows, else per
+/// stream; `None`: every collective may be hidden); `None` without a compute stream or a
+/// collective, or at `contention = 1`.
 pub(super) fn contended(
     dag: &Dag,
     durations: &[u64],
@@ -238,7 +277,7 @@ pub(super) fn contended(
     tail: &[u64],
     contention: f64,
     grid_work: usize,
-    caps: Option<&[u64]>,
+    caps: Option<&Caps>,
 ) -> Option<(u64, usize)> {
     let (_, lost) = rates(contention)?;
     let streams = dag.streams.len();
@@ -275,6 +314,8 @@ pub(super) fn contended(
                 .map(|(q, r, w)| (r, q, w)),
         );
         windows.extend(grid(ops, durations, head, tail, comm.len(), grid_work));
+        let per_window = caps.is_some_and(|caps| caps.per_window(windows.len(), ops.len()));
+        let mut inside: Vec<usize> = Vec::with_capacity(ops.len());
         for (r, q, w) in windows {
             total.iter_mut().for_each(|x| *x = 0);
             before.iter_mut().for_each(|x| *x = 0);
@@ -297,8 +338,18 @@ pub(super) fn contended(
                 })
                 .max()
                 .unwrap_or(0);
-            // At most `cap` of `c` overlaps the stream's compute; the rest is exposed.
-            let hidden = c.min(caps.map_or(u64::MAX, |caps| caps[s]));
+            // At most `cap` of `c` overlaps the window's compute (its ops `J` are among those
+            // with a head at least `r` and a tail at least `q`); the rest is exposed.
+            let cap = match caps {
+                None => u64::MAX,
+                Some(caps) if per_window && (r, q) != (0, 0) => {
+                    inside.clear();
+                    inside.extend(ops.iter().filter(|&&v| head[v] >= r && tail[v] >= q));
+                    caps.within(&inside, durations).unwrap_or(caps.all[s])
+                }
+                Some(caps) => caps.all[s],
+            };
+            let hidden = c.min(cap);
             let extra = (c - hidden)
                 .saturating_add((u128::from(hidden) * u128::from(lost) / u128::from(UNITS)) as u64);
             let value = r.saturating_add(q).saturating_add(w).saturating_add(extra);

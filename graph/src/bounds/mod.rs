@@ -382,7 +382,7 @@ fn bounds_with(graph: &Graph, durations: &[u64], budget: u64, contention: f64) -
         / u128::from(ENERGY_WORK_BUDGET)) as usize;
     let caps = contended::overlap_caps(&dag, &d, &anc, &desc, contention);
     drop((anc, desc));
-    let caps = Some(caps.as_slice());
+    let caps = caps.as_ref();
     let plain = contended::contended(&dag, &d, &head, &tail, contention, grid, caps);
     let energy = contended::contended(&dag, &d, &h.head, &h.tail, contention, grid, caps);
     // The pivot bound's thresholds and pivots shrink with the budget too.

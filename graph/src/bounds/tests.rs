@@ -705,7 +705,7 @@ fn overlap_caps_count_a_collective_with_little_independent_compute_at_full_lengt
         &h.tail,
         c,
         contended::GRID_WORK,
-        Some(&caps),
+        caps.as_ref(),
     );
     let without = contended::contended(&dag, &d, &h.head, &h.tail, c, contended::GRID_WORK, None);
     let (with, without) = (with.unwrap().0, without.unwrap().0);
@@ -739,7 +739,7 @@ fn overlap_caps_are_at_most_the_contended_brute_force_optimum() {
                     tail,
                     c,
                     contended::GRID_WORK,
-                    Some(&caps),
+                    caps.as_ref(),
                 );
                 let without =
                     contended::contended(&dag, &d, head, tail, c, contended::GRID_WORK, None);
@@ -823,7 +823,7 @@ fn grouped_overlap_caps_are_at_most_the_contended_brute_force_optimum() {
                 &h.tail,
                 c,
                 contended::GRID_WORK,
-                Some(&caps),
+                caps.as_ref(),
             );
             let without =
                 contended::contended(&dag, &d, &h.head, &h.tail, c, contended::GRID_WORK, None);
