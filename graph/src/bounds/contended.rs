@@ -178,32 +178,9 @@ impl Related {
         for (i, &x) in comm.iter().enumerate() {
             index[x] = i;
         }
-        let mut anc = vec![0u64; n * words];
-        for v in 0..n {
-            for &p in dag.preds(v) {
-                let (before, rest) = anc.split_at_mut(v * words);
-                let mine = &mut rest[..words];
-                for (m, a) in mine.iter_mut().zip(&before[p * words..(p + 1) * words]) {
-                    *m |= *a;
-                }
-                if index[p] != usize::MAX {
-                    mine[index[p] / 64] |= 1 << (index[p] % 64);
-                }
-            }
-        }
-        let mut desc = vec![0u64; n * words];
-        for v in (0..n).rev() {
-            for &w in dag.succs(v) {
-                let (low, high) = desc.split_at_mut(w * words);
-                let mine = &mut low[v * words..(v + 1) * words];
-                for (m, t) in mine.iter_mut().zip(&high[..words]) {
-                    *m |= *t;
-                }
-                if index[w] != usize::MAX {
-                    mine[index[w] / 64] |= 1 << (index[w] % 64);
-                }
-            }
-        }
+        let bit = |u: usize| (index[u] != usize::MAX).then_some(index[u]);
+        let anc = dag.ancestor_sets(words, bit);
+        let desc = dag.descendant_sets(words, bit);
         Related { words, anc, desc }
     }
 

@@ -255,6 +255,46 @@ impl Dag {
         (head, tail)
     }
 
+    /// Ancestor bitsets, `words` words per op: op `v`'s row holds bit `bit(u)` of each of its
+    /// ancestors `u` that `bit` maps to one. Built in program order (a row is the union of its
+    /// producers' rows and bits). O((n + e) words) time, `8 n words` bytes.
+    fn ancestor_sets(&self, words: usize, bit: impl Fn(usize) -> Option<usize>) -> Vec<u64> {
+        let mut sets = vec![0u64; self.n * words];
+        for v in 0..self.n {
+            for &p in self.preds(v) {
+                // p < v: p's row is in the first part, v's in the second.
+                let (low, high) = sets.split_at_mut(v * words);
+                let mine = &mut high[..words];
+                for (m, a) in mine.iter_mut().zip(&low[p * words..(p + 1) * words]) {
+                    *m |= *a;
+                }
+                if let Some(b) = bit(p) {
+                    mine[b / 64] |= 1 << (b % 64);
+                }
+            }
+        }
+        sets
+    }
+
+    /// [`Dag::ancestor_sets`] for descendants, built in reverse program order.
+    fn descendant_sets(&self, words: usize, bit: impl Fn(usize) -> Option<usize>) -> Vec<u64> {
+        let mut sets = vec![0u64; self.n * words];
+        for v in (0..self.n).rev() {
+            for &w in self.succs(v) {
+                // v < w: v's row is in the first part, w's (complete) in the second.
+                let (low, high) = sets.split_at_mut(w * words);
+                let mine = &mut low[v * words..(v + 1) * words];
+                for (m, t) in mine.iter_mut().zip(&high[..words]) {
+                    *m |= *t;
+                }
+                if let Some(b) = bit(w) {
+                    mine[b / 64] |= 1 << (b % 64);
+                }
+            }
+        }
+        sets
+    }
+
     /// The ops of each stream, in program order.
     fn by_stream(&self) -> Vec<Vec<usize>> {
         let mut ops = vec![Vec::new(); self.streams.len()];
@@ -418,33 +458,10 @@ fn precedence_energy(dag: &Dag, durations: &[u64]) -> u64 {
         }
         load.into_iter().max().unwrap_or(0)
     };
-    let mut anc = vec![0u64; n * words];
-    for v in 0..n {
-        for &p in dag.preds(v) {
-            let (before, rest) = anc.split_at_mut(v * words);
-            let mine = &mut rest[..words];
-            for (m, a) in mine.iter_mut().zip(&before[p * words..(p + 1) * words]) {
-                *m |= *a;
-            }
-            mine[p / 64] |= 1 << (p % 64);
-        }
-    }
+    let anc = dag.ancestor_sets(words, Some);
     let before: Vec<u64> = (0..n).map(|v| heaviest(&anc, v)).collect();
     drop(anc);
-    let mut desc = vec![0u64; n * words];
-    for v in (0..n).rev() {
-        for &p in dag.preds(v) {
-            // p < v: p's set is in the first part, v's (complete: all of v's successors come
-            // after it) in the second.
-            let (low, high) = desc.split_at_mut(v * words);
-            let theirs = &high[..words];
-            let mine = &mut low[p * words..(p + 1) * words];
-            for (m, t) in mine.iter_mut().zip(theirs) {
-                *m |= *t;
-            }
-            mine[v / 64] |= 1 << (v % 64);
-        }
-    }
+    let desc = dag.descendant_sets(words, Some);
     (0..n)
         .map(|v| {
             before[v]

@@ -658,30 +658,35 @@ fn pivot_bounds_are_at_most_the_contended_brute_force_optimum() {
     );
 }
 
-/// Two tensor-parallel layers side by side: `a0 -> ar_a -> a1` and `b0 -> ar_b -> b1`, the
-/// GEMMs on the compute stream, the all-reduces on one channel.
+/// One tensor-parallel layer `{side}0 -> ar_{side} -> {side}1`: two GEMMs on the compute
+/// stream, the all-reduce between them on the intra-node channel.
+fn tp_layer(b: &mut GraphBuilder, side: &str) -> [OpId; 3] {
+    let g0 = b.add(
+        Op::compute(format!("{side}0"), ComputeClass::Gemm, 1, 1),
+        &[],
+    );
+    let ar = b.add(
+        Op::collective(
+            format!("ar_{side}"),
+            CollectiveKind::AllReduce,
+            8,
+            8,
+            LinkClass::IntraNode,
+        ),
+        &[g0],
+    );
+    let g1 = b.add(
+        Op::compute(format!("{side}1"), ComputeClass::Gemm, 1, 1),
+        &[ar],
+    );
+    [g0, ar, g1]
+}
+
+/// Two tensor-parallel layers side by side (`tp_layer` `a` and `b`).
 fn two_tp_layers() -> Graph {
     let mut b = GraphBuilder::new("tp");
-    for side in ["a", "b"] {
-        let g0 = b.add(
-            Op::compute(format!("{side}0"), ComputeClass::Gemm, 1, 1),
-            &[],
-        );
-        let ar = b.add(
-            Op::collective(
-                format!("ar_{side}"),
-                CollectiveKind::AllReduce,
-                8,
-                8,
-                LinkClass::IntraNode,
-            ),
-            &[g0],
-        );
-        b.add(
-            Op::compute(format!("{side}1"), ComputeClass::Gemm, 1, 1),
-            &[ar],
-        );
-    }
+    tp_layer(&mut b, "a");
+    tp_layer(&mut b, "b");
     b.finish()
 }
 
@@ -771,25 +776,7 @@ fn random_tp_stacks(seed: u64) -> (Graph, Vec<u64>) {
     let mut ops: Vec<OpId> = Vec::new();
     let mut d = Vec::new();
     for side in ["a", "b"] {
-        let g0 = b.add(
-            Op::compute(format!("{side}0"), ComputeClass::Gemm, 1, 1),
-            &[],
-        );
-        let ar = b.add(
-            Op::collective(
-                format!("ar_{side}"),
-                CollectiveKind::AllReduce,
-                8,
-                8,
-                LinkClass::IntraNode,
-            ),
-            &[g0],
-        );
-        let g1 = b.add(
-            Op::compute(format!("{side}1"), ComputeClass::Gemm, 1, 1),
-            &[ar],
-        );
-        ops.extend([g0, ar, g1]);
+        ops.extend(tp_layer(&mut b, side));
         d.extend([50 * (1 + next(6)), 100 * (1 + next(6)), 50 * (1 + next(6))]);
     }
     for j in 0..next(3) {
