@@ -690,6 +690,19 @@ fn two_tp_layers() -> Graph {
     b.finish()
 }
 
+/// The contended bound of `g` with energy heads and tails at contention `c`, with the overlap
+/// caps and without them.
+fn capped_and_not(g: &Graph, d: &[u64], c: f64) -> (Option<u64>, Option<u64>) {
+    let dag = Dag::new(g);
+    let (h, anc, desc) = energy_horizons_and_sums(&dag, d, ENERGY_WORK_BUDGET);
+    let caps = contended::overlap_caps(&dag, d, &anc, &desc, c);
+    let bound = |caps| {
+        contended::contended(&dag, d, &h.head, &h.tail, c, contended::GRID_WORK, caps)
+            .map(|(v, _)| v)
+    };
+    (bound(caps.as_ref()), bound(None))
+}
+
 #[test]
 fn overlap_caps_count_a_collective_with_little_independent_compute_at_full_length() {
     // Each all-reduce (400 ns) can hide only behind the other layer's GEMMs (100 ns of work
@@ -700,20 +713,8 @@ fn overlap_caps_count_a_collective_with_little_independent_compute_at_full_lengt
     let d = [100, 400, 100, 50, 400, 50];
     let c = 2.0;
     let opt = brute_force_contended(&g, &d, c);
-    let dag = Dag::new(&g);
-    let (h, anc, desc) = energy_horizons_and_sums(&dag, &d, ENERGY_WORK_BUDGET);
-    let caps = contended::overlap_caps(&dag, &d, &anc, &desc, c);
-    let with = contended::contended(
-        &dag,
-        &d,
-        &h.head,
-        &h.tail,
-        c,
-        contended::GRID_WORK,
-        caps.as_ref(),
-    );
-    let without = contended::contended(&dag, &d, &h.head, &h.tail, c, contended::GRID_WORK, None);
-    let (with, without) = (with.unwrap().0, without.unwrap().0);
+    let (with, without) = capped_and_not(&g, &d, c);
+    let (with, without) = (with.unwrap(), without.unwrap());
     assert!(with <= opt, "{with} > optimum {opt}");
     assert!(with > without, "caps {with}, without {without}");
     assert_eq!(
@@ -731,31 +732,16 @@ fn overlap_caps_are_at_most_the_contended_brute_force_optimum() {
     for seed in 0..150 {
         let (g, d) = random_step(seed, 5 + (seed % 4) as usize, 2, 40);
         let d: Vec<u64> = d.iter().map(|x| x * 100).collect();
-        let dag = Dag::new(&g);
-        let (h, anc, desc) = energy_horizons_and_sums(&dag, &d, ENERGY_WORK_BUDGET);
         for c in [1.45, 2.0, 3.0] {
             let opt = brute_force_contended(&g, &d, c);
-            let caps = contended::overlap_caps(&dag, &d, &anc, &desc, c);
-            for (head, tail) in [(&h.head, &h.tail)] {
-                let with = contended::contended(
-                    &dag,
-                    &d,
-                    head,
-                    tail,
-                    c,
-                    contended::GRID_WORK,
-                    caps.as_ref(),
-                );
-                let without =
-                    contended::contended(&dag, &d, head, tail, c, contended::GRID_WORK, None);
-                let Some((value, _)) = with else { continue };
-                assert!(
-                    value <= opt,
-                    "seed {seed} x{c}: capped {value} > optimum {opt}"
-                );
-                if without.is_none_or(|(w, _)| value > w) {
-                    raised += 1;
-                }
+            let (with, without) = capped_and_not(&g, &d, c);
+            let Some(value) = with else { continue };
+            assert!(
+                value <= opt,
+                "seed {seed} x{c}: capped {value} > optimum {opt}"
+            );
+            if without.is_none_or(|w| value > w) {
+                raised += 1;
             }
         }
     }
@@ -798,23 +784,10 @@ fn grouped_overlap_caps_are_at_most_the_contended_brute_force_optimum() {
     let mut raised = 0;
     for seed in 0..120 {
         let (g, d) = random_tp_stacks(seed);
-        let dag = Dag::new(&g);
-        let (h, anc, desc) = energy_horizons_and_sums(&dag, &d, ENERGY_WORK_BUDGET);
         for c in [1.45, 2.0, 3.0] {
             let opt = brute_force_contended(&g, &d, c);
-            let caps = contended::overlap_caps(&dag, &d, &anc, &desc, c);
-            let with = contended::contended(
-                &dag,
-                &d,
-                &h.head,
-                &h.tail,
-                c,
-                contended::GRID_WORK,
-                caps.as_ref(),
-            );
-            let without =
-                contended::contended(&dag, &d, &h.head, &h.tail, c, contended::GRID_WORK, None);
-            let (with, without) = (with.unwrap().0, without.unwrap().0);
+            let (with, without) = capped_and_not(&g, &d, c);
+            let (with, without) = (with.unwrap(), without.unwrap());
             assert!(
                 with <= opt,
                 "seed {seed} x{c}: capped {with} > optimum {opt}"
