@@ -42,10 +42,11 @@
 //! The groups are runs of collectives in program order, the best split found by a shortest
 //! path over the runs (`grouped_cap`). Only the window's ops `J` count in `O`, so a window's
 //! cap counts the ops with a head at least `r` and a tail at least `q` (a superset of `J`)
-//! where [`WINDOW_CAPS_WORK`] allows, and the stream's cap elsewhere. The forward all-reduces of a tensor-parallel step each
-//! sit between the GEMM that produces their tensor and the one that consumes it; the few side
-//! ops that could hide them are the same for all of them and count once, so the all-reduces
-//! count at nearly their full length instead of at `1 - 1/c` of it. This is the overlap
+//! where [`WINDOW_CAPS_WORK`] allows, and the stream's cap elsewhere. The forward all-reduces
+//! of a tensor-parallel step each sit between the GEMM that produces their tensor and the one
+//! that consumes it; the few side ops that could hide them are the same for all of them and
+//! count once, so the all-reduces count at nearly their full length instead of at `1 - 1/c`
+//! of it. This is the overlap
 //! argument of the one-machine bounds with the independent sets of Carlier and Pinson's
 //! adjusted heads and tails, applied to the time a channel can hide. Cost: O((n + e) k / 64)
 //! for the reachability bitsets and O(n k + k^2) per compute stream for `k` collectives, within
@@ -91,8 +92,10 @@ pub(super) const WINDOW_CAPS_WORK: usize = 50_000_000;
 pub(super) struct Caps {
     /// Per stream index: the cap over all the stream's ops; `u64::MAX` for the channels.
     all: Vec<u64>,
-    /// The reachability of the collectives and the collectives, when small enough to group.
-    grouped: Option<(Related, Vec<usize>)>,
+    /// The collectives, in program order.
+    comm: Vec<usize>,
+    /// Their reachability, when small enough to group them.
+    related: Option<Related>,
     /// The simulator's slowed rate (units per ns).
     slowed: u64,
 }
@@ -108,18 +111,18 @@ impl Caps {
     /// The cap of the ops `ops` of a compute stream alone (a window's `J`), grouped; `None`
     /// when the collectives are not grouped.
     fn within(&self, ops: &[usize], durations: &[u64]) -> Option<u64> {
-        let (related, comm) = self.grouped.as_ref()?;
-        Some(grouped_cap(related, ops, durations, comm, |w, c| {
+        let related = self.related.as_ref()?;
+        Some(grouped_cap(related, ops, durations, &self.comm, |w, c| {
             self.slowed_ns(w, c)
         }))
     }
 
     /// Whether [`Caps::within`] fits `windows` windows of a stream of `ops` ops.
     fn per_window(&self, windows: usize, ops: usize) -> bool {
-        self.grouped.as_ref().is_some_and(|(_, comm)| {
-            let k = comm.len();
-            windows.saturating_mul(ops.saturating_mul(k).saturating_add(k * k)) <= WINDOW_CAPS_WORK
-        })
+        let k = self.comm.len();
+        self.related.is_some()
+            && windows.saturating_mul(ops.saturating_mul(k).saturating_add(k * k))
+                <= WINDOW_CAPS_WORK
     }
 }
 
@@ -139,7 +142,8 @@ pub(super) fn overlap_caps(
         .then(|| Related::new(dag, &comm));
     let mut caps = Caps {
         all: vec![u64::MAX; dag.streams.len()],
-        grouped: related.map(|r| (r, comm.clone())),
+        comm,
+        related,
         slowed,
     };
     for (s, ops) in dag.by_stream().iter().enumerate() {
@@ -152,7 +156,7 @@ pub(super) fn overlap_caps(
         let count = ops.len() as u64;
         caps.all[s] = match caps.within(ops, durations) {
             Some(cap) => cap,
-            None => comm.iter().fold(0u64, |cap, &x| {
+            None => caps.comm.iter().fold(0u64, |cap, &x| {
                 let independent = work
                     .saturating_sub(anc.at(s, x))
                     .saturating_sub(desc.at(s, x));
@@ -327,8 +331,8 @@ pub(super) fn contended(
                 Some(caps) => caps.all[s],
             };
             let hidden = c.min(cap);
-            let extra = (c - hidden)
-                .saturating_add((u128::from(hidden) * u128::from(lost) / u128::from(UNITS)) as u64);
+            let slowdown = (u128::from(hidden) * u128::from(lost) / u128::from(UNITS)) as u64;
+            let extra = (c - hidden).saturating_add(slowdown);
             let value = r.saturating_add(q).saturating_add(w).saturating_add(extra);
             if best.is_none_or(|(b, _)| value > b) {
                 best = Some((value, s));

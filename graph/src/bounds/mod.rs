@@ -41,11 +41,11 @@
 //!   hide them is too little (overlap caps: the ops independent of a run of collectives, whose
 //!   work slowed is all the time that run can hide). It bounds the contended simulated
 //!   makespan, not the contention-free one. O(256 n) per compute stream, plus the caps'
-//!   O((n + e) k / 64 + n k + k^2) for `k` collectives. Reported under the same kind, its *pivot* form
-//!   (`pivot.rs`): a collective `x` whose chain (its descendants on its channel) must run
-//!   after it starts; the compute not above `x` may end after that start only by bringing
-//!   its own collectives into the chain's stretch, so the stretch counts at full length rather
-//!   than at `1 - 1/c` (the last gradient bucket's reduce-scatter, update and all-gather of a
+//!   O((n + e) k / 64 + n k + k^2) for `k` collectives. Reported under the same kind, its
+//!   *pivot* form (`pivot.rs`): a collective `x` whose chain (its descendants on its
+//!   channel) must run after it starts; the compute not above `x` may end after that start
+//!   only by bringing its own collectives into the chain's stretch, so the stretch counts at
+//!   full length rather than at `1 - 1/c` (the last gradient bucket's reduce-scatter, update and all-gather of a
 //!   ZeRO-2 step). O(n + n * 64 + 256 collectives) per pivot and compute stream, 8 pivots.
 //!
 //! [`bounds`] computes all but the contended one, [`bounds_contended`] all, and
