@@ -326,6 +326,7 @@ impl OptimizeOpts {
                 ..defaults.oddeven
             },
             time_limit: self.time_limit()?,
+            bounds_time_limit: None,
             work_limit: self.work_limit,
             seed: self.seed,
             threads: self.threads,

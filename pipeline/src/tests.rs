@@ -255,6 +255,38 @@ fn the_time_limit_counts_from_when_the_call_began() {
     assert!(s.concerto().makespan_ns() <= s.get(Scheduler::Lhs).unwrap().makespan_ns());
 }
 
+/// The bounds' work is sized by the call's time limit, not by what the import left of it:
+/// a call that began 0.99 s before the pipeline ran computes the same graph bounds as one
+/// that began when it ran. (Sized by the step's share, as before, the contended bound of this
+/// pipelined step was 22.817 ms against 22.780: its thresholds and pivots scale with the
+/// budget.)
+#[test]
+fn the_bounds_do_not_depend_on_how_long_the_import_took() {
+    let g = gpt(
+        4,
+        Parallel {
+            microbatches: 4,
+            ..Parallel::new(2, 2, 2)
+        },
+    );
+    let bounds = |spent: Duration| {
+        let mut p = pipeline(Decompose::Off, false);
+        p.config.schedule.time_limit = Some(Duration::from_secs(1));
+        p.config.started = Some(std::time::Instant::now() - spent);
+        let r = p.run(&g, &Silent).unwrap();
+        let graph_bounds: Vec<(String, u64)> = r
+            .schedule
+            .bounds
+            .iter()
+            .filter(|b| b.kind != "solver")
+            .map(|b| (b.kind.clone(), b.value_ns))
+            .collect();
+        assert!(graph_bounds.iter().any(|(kind, _)| kind == "contended"));
+        graph_bounds
+    };
+    assert_eq!(bounds(Duration::ZERO), bounds(Duration::from_millis(990)));
+}
+
 #[test]
 fn every_step_keeps_the_memory_budget_rewrites_included() {
     let g = gpt(2, Parallel::new(1, 8, 1));

@@ -24,6 +24,13 @@ pub struct ScheduleConfig {
     /// [`ScheduleConfig::work_limit`] it is only a safety net: the result is deterministic as
     /// long as it is not reached.
     pub time_limit: Option<Duration>,
+    /// The time limit that sizes the bounds' work (the energy sums and the contended bound's
+    /// grid: their full budget at 10 s or more, in proportion below), when it is not
+    /// [`ScheduleConfig::time_limit`]. [`crate::Pipeline`] sets it to the call's own limit, so
+    /// that its steps, which each get a share of what is left, and two runs of one call
+    /// compute the same bounds however long the import and the earlier steps took. `None`
+    /// (default): the step's time limit.
+    pub bounds_time_limit: Option<Duration>,
     /// A deterministic budget of solver work for the whole search
     /// ([`Limits::work_limit`]): with it, the same graph, hardware and seed give the same plan
     /// on any machine and load. `None`: the time limit decides.
@@ -113,6 +120,7 @@ impl Default for ScheduleConfig {
                 ..OddEvenConfig::default()
             },
             time_limit: Some(Duration::from_secs(10)),
+            bounds_time_limit: None,
             work_limit: None,
             seed: 0,
             threads: 1,
