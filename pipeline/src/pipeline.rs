@@ -184,14 +184,13 @@ impl Pipeline {
         hints: Vec<StreamPlan>,
         time_limit: Option<Duration>,
     ) -> Result<Optimized, PipelineError> {
-        let given = &self.config.schedule;
         let config = ScheduleConfig {
             hints,
             time_limit,
             // The call's limit, not this step's share of what is left: the bounds' work is
             // then the same in every step and every run (a function of the limit, not the clock).
-            bounds_time_limit: given.bounds_time_limit.or(given.time_limit),
-            ..given.clone()
+            bounds_time_limit: self.config.schedule.bounds_limit(),
+            ..self.config.schedule.clone()
         };
         schedule(
             graph,

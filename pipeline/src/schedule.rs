@@ -345,8 +345,7 @@ impl<'a> Step<'a> {
     fn bounds(&self, baselines: &[Scheduled]) -> Result<Vec<BoundValue>, PipelineError> {
         // The energy sums' budget (about 0.4 s on 100k ops) shrinks with a time limit
         // below 10 s, in proportion (a function of the limit, not of the clock).
-        let limit = self.config.bounds_time_limit.or(self.config.time_limit);
-        let energy_budget = match (limit, self.config.work_limit) {
+        let energy_budget = match (self.config.bounds_limit(), self.config.work_limit) {
             (Some(t), None) => {
                 (ENERGY_WORK_BUDGET as f64 * (t.as_secs_f64() / 10.0).min(1.0)) as u64
             }

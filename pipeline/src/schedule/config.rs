@@ -100,6 +100,12 @@ impl ScheduleConfig {
         }
     }
 
+    /// The time limit that sizes the bounds' work: [`ScheduleConfig::bounds_time_limit`],
+    /// else [`ScheduleConfig::time_limit`].
+    pub fn bounds_limit(&self) -> Option<Duration> {
+        self.bounds_time_limit.or(self.time_limit)
+    }
+
     /// The odd-even driver's options as the step runs them: [`ScheduleConfig::oddeven`] with
     /// [`ScheduleConfig::window_time_limit`].
     pub(crate) fn oddeven_run(&self) -> OddEvenConfig {
